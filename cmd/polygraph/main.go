@@ -1,0 +1,126 @@
+// Command polygraph records what the kernel saw an AI coding agent's process
+// tree do and checks it against the agent's own account of its tool calls.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, mapped in one place. `run` passes the traced command's own
+// status through (exitError), everything else uses these.
+const (
+	exitOK        = 0
+	exitFailure   = 1 // an error polygraph reports itself
+	exitUsage     = 2 // bad flags or arguments
+	exitFindings  = 3 // report --fail-on: a finding at or above the threshold
+	exitInterrupt = 130
+)
+
+// globalOptions are the flags every verb shares.
+type globalOptions struct {
+	verbose bool
+}
+
+// exitError carries a specific exit status (the traced command's, or 3 for
+// --fail-on) up to main without printing anything more.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks a mistake in the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func newRootCommand() *cobra.Command {
+	opts := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "polygraph",
+		Short: "Check an AI coding agent's story against what the kernel saw",
+		Long: `polygraph records what the kernel saw an agent's process tree do (processes,
+files, sockets), reads what the agent's transcript says it did, and shows
+where the two accounts disagree.
+
+Exit status: 0 success; 1 error; 2 usage error; 3 findings at or above
+--fail-on (report); 130 interrupted. 'run' exits with the traced command's
+own status (127 when the command is not found).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			level := slog.LevelWarn
+			if opts.verbose {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		},
+	}
+	root.PersistentFlags().BoolVarP(&opts.verbose, "verbose", "v", false, "log debug messages to stderr")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{err}
+	})
+	for _, add := range commands {
+		root.AddCommand(add(opts))
+	}
+	return root
+}
+
+// commands lists the verbs; each cmd_<verb>.go appends its constructor in init.
+var commands []func(*globalOptions) *cobra.Command
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, ctx.Err() != nil)
+}
+
+// exitCode maps an error from a verb to the process exit status and prints
+// the one-line message, once, at the edge.
+func exitCode(err error, interrupted bool) int {
+	if err == nil {
+		if interrupted {
+			return exitInterrupt
+		}
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "polygraph:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "polygraph:", err)
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	if interrupted || errors.Is(err, context.Canceled) {
+		return exitInterrupt
+	}
+	return exitFailure
+}
