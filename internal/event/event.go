@@ -72,8 +72,9 @@ type Event struct {
 	UID           *uint32  `json:"uid,omitempty"`
 	SHA256        string   `json:"sha256,omitempty"`
 
-	// fork: the new process.
-	ChildPID uint32 `json:"child_pid,omitempty"`
+	// fork: the new process and the id of its first image.
+	ChildPID    uint32 `json:"child_pid,omitempty"`
+	ChildExecID string `json:"child_exec_id,omitempty"`
 
 	// exit
 	ExitCode   *int   `json:"exit_code,omitempty"`
@@ -92,6 +93,7 @@ type Event struct {
 
 	// connect, bind, accept, net
 	Family string `json:"family,omitempty"` // ipv4, ipv6, unix
+	Proto  string `json:"proto,omitempty"`  // tcp, udp
 	Addr   string `json:"addr,omitempty"`
 	Port   uint16 `json:"port,omitempty"`
 	Host   string `json:"host,omitempty"`

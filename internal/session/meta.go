@@ -28,6 +28,9 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// Error is set only by List, for a file in the sessions directory that
+	// could not be read; the other fields are then what the file name tells.
+	Error string `json:"error,omitempty"`
 }
 
 // Leftover is a process of the traced tree still running when tracing stopped.

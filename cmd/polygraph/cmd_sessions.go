@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+// sessionsOptions are the flags of `polygraph sessions`.
+type sessionsOptions struct {
+	json bool
+}
+
+func init() { commands = append(commands, newSessionsCommand) }
+
+func newSessionsCommand(g *globalOptions) *cobra.Command {
+	opts := &sessionsOptions{}
+	cmd := &cobra.Command{
+		Use:   "sessions [--json]",
+		Short: "List recorded sessions, newest first",
+		Long: `List the sessions in $POLYGRAPH_HOME (default ~/.local/share/polygraph of the
+invoking user), newest first: id, start time, duration, events recorded,
+events lost, whether polygraph closed the session cleanly, the traced
+command's exit status and the command.
+
+A session that is not clean was left by a polygraph that was killed or
+crashed; its events up to the last flush are still readable. A file that
+cannot be read at all is listed with the reason.
+
+With --json, one JSON object per session per line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSessions(cmd.Context(), opts, args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "one JSON object per session per line")
+	return cmd
+}
+
+func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdout io.Writer) error {
+	home, err := session.Home()
+	if err != nil {
+		return err
+	}
+	list, err := session.List(home)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(stdout)
+	if opts.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		for _, m := range list {
+			if err := enc.Encode(m); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		return flushOut(out)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(out, "no sessions in %s\n", filepath.Join(home, "sessions"))
+		return flushOut(out)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tEVENTS\tLOST\tCLEAN\tEXIT\tCOMMAND")
+	for _, m := range list {
+		started := "-"
+		if !m.StartedAt.IsZero() {
+			started = m.StartedAt.Local().Format("2006-01-02 15:04:05")
+		}
+		if m.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\terror: %s\n", m.ID, started, sanitizeLine(m.Error))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.ID, started, sessionDuration(m),
+			m.Events, lostCell(m.Lost), yesNo(m.CleanClose), exitCell(m.ExitCode), commandCell(m.Command, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return flushOut(out)
+}
+
+// flushOut flushes buffered output, reporting a failed write once.
+func flushOut(w *bufio.Writer) error {
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// sessionDuration is how long the session ran, "-" when it never closed.
+func sessionDuration(m session.Meta) string {
+	if m.EndedAt.IsZero() || m.StartedAt.IsZero() || !m.CleanClose {
+		return "-"
+	}
+	d := m.EndedAt.Sub(m.StartedAt)
+	switch {
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// lostTotal adds up the lost-event counters.
+func lostTotal(lost map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range lost {
+		n += v
+	}
+	return n
+}
+
+// lostCell is the LOST column: the total.
+func lostCell(lost map[string]uint64) string {
+	return strconv.FormatUint(lostTotal(lost), 10)
+}
+
+// lostDetail spells out the non-zero counters: "ringbuf 12, queue 3".
+func lostDetail(lost map[string]uint64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(lost)) {
+		if lost[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, lost[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// exitCell is the EXIT column: the traced command's status or "-".
+func exitCell(code *int) string {
+	if code == nil {
+		return "-"
+	}
+	return strconv.Itoa(*code)
+}
+
+// commandCell renders argv as a shell-like line cut to n runes.
+func commandCell(argv []string, n int) string {
+	if len(argv) == 0 {
+		return "-"
+	}
+	s := quoteArgv(argv)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// quoteArgv joins argv the way a shell would need it typed, quoting words
+// with spaces, quotes or control characters.
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = quoteWord(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// quoteWord returns s unchanged when it is a plain word, else quoted: Go
+// syntax when it holds control characters or invalid UTF-8 (so nothing
+// reaches the terminal raw), single quotes otherwise.
+func quoteWord(s string) string {
+	if s == "" {
+		return "''"
+	}
+	plain := true
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || r == '\uFFFD' || (r >= 0x80 && r < 0xa0):
+			return strconv.Quote(s)
+		case strings.ContainsRune(" \t'\"\\$`!*?[]{}()<>|&;#~", r):
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// sanitizeLine makes s safe to print on one line of a terminal.
+func sanitizeLine(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		q := strconv.Quote(s)
+		return q[1 : len(q)-1]
+	}
+	return s
+}

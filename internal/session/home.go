@@ -1,0 +1,131 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+)
+
+// Home returns the directory sessions live in: $POLYGRAPH_HOME, else the
+// invoking user's ~/.local/share/polygraph. Under sudo that is SUDO_USER's
+// home, not root's, so the user can read their own recordings without
+// sudo. The directory is created if absent, owned by the invoking user.
+func Home() (string, error) {
+	dir := os.Getenv("POLYGRAPH_HOME")
+	if dir == "" {
+		_, _, _, home := InvokingUser()
+		if home == "" {
+			return "", errors.New("cannot find the invoking user's home directory; set POLYGRAPH_HOME")
+		}
+		dir = filepath.Join(home, ".local", "share", "polygraph")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("polygraph home: %w", err)
+	}
+	if err := mkdirOwned(dir, 0o700); err != nil {
+		return "", fmt.Errorf("polygraph home: %w", err)
+	}
+	return dir, nil
+}
+
+// InvokingUser names the person behind this process: the user sudo was
+// run by when we are root and SUDO_UID is set, else the current user.
+// Lookups that fail degrade to what the environment says rather than
+// erroring, since callers only use the answer for ownership and display.
+func InvokingUser() (name string, uid, gid int, home string) {
+	if os.Geteuid() == 0 {
+		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u >= 0 {
+			uid = u
+			gid = uid
+			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil && g >= 0 {
+				gid = g
+			}
+			name = os.Getenv("SUDO_USER")
+			if pw, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+				home = pw.HomeDir
+				if name == "" {
+					name = pw.Username
+				}
+			} else if name != "" {
+				if pw, err := user.Lookup(name); err == nil {
+					home = pw.HomeDir
+				}
+			}
+			return name, uid, gid, home
+		}
+	}
+	uid, gid = os.Getuid(), os.Getgid()
+	if u, err := user.Current(); err == nil {
+		name, home = u.Username, u.HomeDir
+	} else {
+		name = os.Getenv("USER")
+	}
+	if h := os.Getenv("HOME"); h != "" {
+		// $HOME wins over the passwd entry for an ordinary user, as it
+		// does for every other XDG-style tool.
+		home = h
+	}
+	return name, uid, gid, home
+}
+
+// sudoOwner returns the uid and gid files we create should be handed to:
+// the invoking user when we run as root on their behalf. ok is false when
+// no chown is needed.
+func sudoOwner() (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	_, uid, gid, _ = InvokingUser()
+	return uid, gid, uid != 0
+}
+
+// chownToInvoker gives path to the invoking user under sudo. A missing
+// file is not an error: SQLite removes its -wal and -shm files at will.
+func chownToInvoker(path string) error {
+	uid, gid, ok := sudoOwner()
+	if !ok {
+		return nil
+	}
+	if err := os.Lchown(path, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("chown %s: %w", path, err)
+	}
+	return nil
+}
+
+// mkdirOwned creates dir and any missing parents, the parents 0755 and dir
+// itself with perm, and chowns every directory it created (and only those)
+// to the invoking user.
+func mkdirOwned(dir string, perm fs.FileMode) error {
+	var missing []string
+	for d := dir; ; {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := fs.FileMode(0o755)
+		if i == 0 {
+			p = perm
+		}
+		if err := os.Mkdir(missing[i], p); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := chownToInvoker(missing[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
