@@ -87,6 +87,9 @@ own status (127 when the command is not found).`,
 var commands []func(*globalOptions) *cobra.Command
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == shimArg {
+		os.Exit(shimMain(os.Args[2:]))
+	}
 	os.Exit(run())
 }
 

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Records the sensor writes into the ring buffer. Keep in sync with
+ * internal/sensor/decode.go: bpf2go emits these types (-type) and
+ * decode_test.go checks the Go decoder's offsets against them.
+ *
+ * Every record starts with struct ev_header, whose first byte is the kind.
+ * Variable-length strings follow the fixed part, in the order and lengths
+ * the fixed part gives. Paths walked in the kernel (exec path, cwd, dirfd
+ * bases) are written leaf first as NUL-terminated components; user space
+ * reverses them.
+ */
+#ifndef __POLYGRAPH_EVENTS_H
+#define __POLYGRAPH_EVENTS_H
+
+/* ev_kind is the first byte of every record. */
+enum ev_kind {
+	EV_EXEC = 1,
+	EV_FORK = 2,
+	EV_EXIT = 3,
+	EV_OPEN = 4,
+	EV_RENAME = 5,
+	EV_UNLINK = 6,
+	EV_MKDIR = 7,
+	EV_CHMOD = 8,
+	EV_LINK = 9,
+	EV_CONNECT = 10,
+	EV_BIND = 11,
+	EV_ACCEPT = 12,
+	EV_DNS = 13,
+};
+
+/* Limits of the variable parts (documented in README, "What is recorded"). */
+#define ARGV_MAX 65535      /* bytes of argv, NULs included */
+#define USTR_MAX 4096       /* one user-supplied path */
+#define NAME_MAX_ 256       /* one path component */
+#define WALK_MAX 4096       /* bytes of one kernel-walked path */
+#define WALK_DEPTH 64       /* components of one kernel-walked path */
+#define DNS_MAX 512         /* bytes of a DNS message kept */
+#define SOCKADDR_MAX 112    /* sockaddr_un is the largest we read */
+
+/* ev_header.flags */
+#define EVF_TRUNC_ARGV (1 << 0)
+#define EVF_TRUNC_PATH (1 << 1)  /* a walked path hit WALK_MAX/WALK_DEPTH */
+#define EVF_TRUNC_USTR (1 << 2)  /* a user path filled USTR_MAX */
+
+/* ev_header starts every record: who did it and when. image_ns is the
+ * boot-clock time the process's current image began (fork or execve),
+ * so (pid, image_ns) names one image across pid reuse. */
+struct ev_header {
+	__u8 kind;
+	__u8 flags;
+	__u16 _pad0;
+	__u32 pid;  /* tgid */
+	__u32 tid;
+	__u32 ppid; /* real parent's tgid */
+	__u64 ts;   /* bpf_ktime_get_boot_ns */
+	__u64 image_ns;
+	char comm[16];
+};
+
+/* EV_EXEC: then path (walked), cwd (walked), argv (NUL-separated). */
+struct ev_exec {
+	struct ev_header h;
+	__u32 uid;
+	__u32 argv_len;
+	__u16 path_len;
+	__u16 cwd_len;
+	__u32 _pad0;
+};
+
+/* EV_FORK */
+struct ev_fork {
+	struct ev_header h;
+	__u32 child_pid;
+	__u32 _pad0;
+	__u64 child_image_ns;
+};
+
+/* EV_EXIT: exit_code is the kernel's wait status (code << 8 | signal). */
+struct ev_exit {
+	struct ev_header h;
+	__s32 exit_code;
+	__u32 _pad0;
+	__u64 start_ns;
+	__u64 cpu_ns;
+	__u64 maxrss_pages;
+	__u64 rchar;
+	__u64 wchar;
+};
+
+/* EV_OPEN and the path kinds (rename, unlink, mkdir, chmod, link): then
+ * path (user string), base (walked dirfd/cwd, when path is relative),
+ * path2, base2. For fchmod, path is empty and base is the fd's path. */
+struct ev_path {
+	struct ev_header h;
+	__s64 result;
+	__u32 flags;
+	__u32 mode;
+	__u16 path_len;
+	__u16 base_len;
+	__u16 path2_len;
+	__u16 base2_len;
+};
+
+/* EV_CONNECT, EV_BIND, EV_ACCEPT: then addr_len bytes of sockaddr as the
+ * process passed it (connect, bind) or built from the socket (accept). */
+struct ev_sock {
+	struct ev_header h;
+	__s64 result;
+	__u32 fd;
+	__u16 addr_len;
+	__u16 proto;
+};
+
+/* EV_DNS: a message the tree sent to port 53; then addr (sockaddr of the
+ * server, may be empty) and data_len bytes of the DNS message. */
+struct ev_dns {
+	struct ev_header h;
+	__u16 addr_len;
+	__u16 data_len;
+	__u16 proto;
+	__u16 _pad0;
+};
+
+/* Key and value of the per-peer byte counters (map peer_bytes). */
+struct peer_key {
+	__u32 pid;
+	__u16 family;
+	__u16 port; /* host order */
+	__u8 addr[16];
+};
+
+struct peer_val {
+	__u64 sent;
+	__u64 recv;
+	__u64 last_ns;
+};
+
+/* Value of map tracked: one per process of the traced tree. */
+struct proc_info {
+	__u64 image_ns;
+};
+
+#endif

@@ -1,0 +1,865 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * polygraph's kernel sensor. Everything hangs off tracepoints, which every
+ * kernel with BPF has (fentry/fexit, LSM and kprobes are often refused):
+ *  - tp_btf sched_process_{fork,exec,exit} keep the set of traced
+ *    processes (map tracked) and report the process tree;
+ *  - classic syscalls/sys_{enter,exit}_* tracepoints report file and
+ *    socket operations with their results;
+ *  - tp_btf sock_{send,recv}_length count bytes per peer.
+ * Scope is decided in the kernel: a process is traced when its parent was
+ * at fork, so a daemonised or re-parented grandchild stays traced, and a
+ * process outside the tree costs one hash lookup and is never recorded.
+ */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AT_FDCWD -100
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define SIGNAL_GROUP_EXIT 0x00000004
+#define EAGAIN 11
+#define O_WRONLY 01
+#define O_CREAT 0100
+#define O_TRUNC 01000
+#define AT_REMOVEDIR 0x200
+#define NO_BASE -1000
+
+/* bounded clamps v to at most max and hides the result from the compiler,
+ * so the mask the verifier needs is not optimised away. */
+#define bounded(v, max) ({ __u64 __v = (v) > (max) ? (max) : (v); asm volatile("" : "+r"(__v)); __v; }) /* pending.dfd value: do not resolve this path */
+
+/* Every variable-length record is built in a scratch buffer whose data
+ * part starts at DATA_OFF, then copied to the ring buffer with its real
+ * length. Offsets into data are masked to 16 bits and each piece is at
+ * most 64 KiB, so every access is provably inside the buffer. */
+#define DATA_OFF 96
+#define DATA_SIZE (2 * 65536 + USTR_MAX)
+#define SCRATCH_SIZE (DATA_OFF + DATA_SIZE)
+#define OFF(o) (DATA_OFF + ((o) & 0xFFFF))
+
+/* walk_state is a path walk in progress (see walk_step). */
+struct walk_state {
+	__u64 d;  /* struct dentry * */
+	__u64 vm; /* struct vfsmount * */
+	__u32 off;
+	__u32 start;
+	__u32 flags;
+	__u32 _pad;
+};
+
+_Static_assert(sizeof(struct ev_exec) <= DATA_OFF, "ev_exec overlaps data");
+_Static_assert(sizeof(struct ev_path) <= DATA_OFF, "ev_path overlaps data");
+_Static_assert(sizeof(struct ev_sock) <= DATA_OFF, "ev_sock overlaps data");
+_Static_assert(sizeof(struct ev_dns) <= DATA_OFF, "ev_dns overlaps data");
+
+struct scratch {
+	__u8 b[SCRATCH_SIZE];
+	struct walk_state w;
+};
+
+/* events carries every record to user space. Its size is set by the
+ * loader (Options.RingBytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* lost counts what the kernel side could not deliver: slot 0 records the
+ * ring buffer had no room for, slot 1 processes or syscalls the tracking
+ * maps had no room for. User space sums the per-CPU values. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* tracked holds the traced processes by tgid. User space seeds it with
+ * the root of the tree; fork adds children, exit removes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} tracked SEC(".maps");
+
+/* pending carries a syscall's arguments from sys_enter to sys_exit, keyed
+ * by pid_tgid (one syscall in flight per thread). */
+struct pending {
+	__u8 kind;
+	__u8 _pad[3];
+	__s32 dfd;
+	__s32 dfd2;
+	__u32 flags;
+	__u32 mode;
+	__u32 _pad2;
+	__u64 p1;
+	__u64 p2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+/* scratch: one buffer per CPU (an array indexed by CPU id, because
+ * per-CPU maps cap values at 32 KiB). The loader sizes it to the number
+ * of possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* peer_bytes counts bytes per process and peer; user space drains it
+ * when a process exits and when tracing stops. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct peer_key);
+	__type(value, struct peer_val);
+} peer_bytes SEC(".maps");
+
+/* Force bpf2go to emit the Go types of the records. */
+const struct ev_exec *_unused_exec __attribute__((unused));
+const struct ev_fork *_unused_fork __attribute__((unused));
+const struct ev_exit *_unused_exit __attribute__((unused));
+const struct ev_path *_unused_path __attribute__((unused));
+const struct ev_sock *_unused_sock __attribute__((unused));
+const struct ev_dns *_unused_dns __attribute__((unused));
+
+static __always_inline void count_lost(__u32 slot)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &slot);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct proc_info *current_proc(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_map_lookup_elem(&tracked, &tgid);
+}
+
+static __always_inline struct scratch *get_scratch(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
+
+static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts, __u64 image_ns)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	h->kind = kind;
+	h->flags = 0;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->ts = ts;
+	h->image_ns = image_ns;
+	bpf_get_current_comm(&h->comm, sizeof(h->comm));
+}
+
+static __always_inline void submit_scratch(struct scratch *s, __u32 data_len)
+{
+	__u64 size = DATA_OFF + (data_len & 0x1FFFF);
+	if (size > SCRATCH_SIZE)
+		size = SCRATCH_SIZE;
+	if (bpf_ringbuf_output(&events, s->b, size, 0))
+		count_lost(0);
+}
+
+/* walk_step handles one dentry of a path walk; it returns 1 to stop.
+ * Running the walk through bpf_loop keeps the verifier's work to one step
+ * however deep the path. The walk's state lives in the scratch map, not
+ * on the stack: the verifier does not track values loaded from map memory,
+ * so every step looks alike to it and verification converges at once
+ * (with the offset on the stack it explored each of the 64 steps). */
+static long walk_step(__u64 i, void *unused)
+{
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 1;
+	struct walk_state *w = &s->w;
+	struct dentry *d = (void *)w->d;
+	struct vfsmount *vm = (void *)w->vm;
+	struct mount *mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt);
+	struct dentry *root = BPF_CORE_READ(vm, mnt_root);
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (d == root) {
+		struct mount *mp = BPF_CORE_READ(mnt, mnt_parent);
+		if (mp == mnt)
+			return 1; /* the global root */
+		w->d = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
+		w->vm = (__u64)((void *)mp + bpf_core_field_offset(struct mount, mnt));
+		return 0;
+	}
+	if (d == parent || !d)
+		return 1; /* the root of a pseudo filesystem (pipe:, memfd:) */
+	__u32 off = w->off;
+	if (off - w->start >= WALK_MAX) {
+		w->flags |= EVF_TRUNC_PATH;
+		return 1;
+	}
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	long n = bpf_probe_read_kernel_str(&s->b[OFF(off)], NAME_MAX_, name);
+	if (n <= 0)
+		return 1;
+	w->off = off + n;
+	w->d = (__u64)parent;
+	if (i == WALK_DEPTH - 1)
+		w->flags |= EVF_TRUNC_PATH;
+	return 0;
+}
+
+/* walk_path writes the path of p into data at off, leaf component first,
+ * each NUL-terminated, following mounts up to the global root, the way
+ * d_path does. It returns the bytes written. */
+static __always_inline __u32 walk_path(const struct path *p, struct scratch *s, __u32 off, __u8 *flags)
+{
+	struct walk_state *w = &s->w;
+	w->d = (__u64)BPF_CORE_READ(p, dentry);
+	w->vm = (__u64)BPF_CORE_READ(p, mnt);
+	w->off = off;
+	w->start = off;
+	w->flags = 0;
+	bpf_loop(WALK_DEPTH, walk_step, 0, 0);
+	*flags |= w->flags;
+	return (w->off - w->start) & 0x3FFF;
+}
+
+static __always_inline __u32 read_ustr(struct scratch *s, __u32 off, const char *u, __u8 *flags)
+{
+	if (!u)
+		return 0;
+	long n = bpf_probe_read_user_str(&s->b[OFF(off)], USTR_MAX, u);
+	if (n <= 0)
+		return 0;
+	if (n >= USTR_MAX)
+		*flags |= EVF_TRUNC_USTR;
+	return n;
+}
+
+static __always_inline struct file *fd_file(struct task_struct *t, long fd)
+{
+	struct files_struct *files = BPF_CORE_READ(t, files);
+	struct fdtable *fdt = BPF_CORE_READ(files, fdt);
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+
+	if (fd < 0 || fd >= max)
+		return 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/* walk_base writes the directory a relative path is resolved against:
+ * the cwd for AT_FDCWD, else the path of the file at dfd. */
+static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct scratch *s, __u32 off, __u8 *flags)
+{
+	if (dfd == AT_FDCWD) {
+		struct fs_struct *fs = BPF_CORE_READ(t, fs);
+		return walk_path(__builtin_preserve_access_index(&fs->pwd), s, off, flags);
+	}
+	struct file *f = fd_file(t, dfd);
+	if (!f)
+		return 0;
+	return walk_path(__builtin_preserve_access_index(&f->f_path), s, off, flags);
+}
+
+/* ---- process tree ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &ptgid);
+	if (!pi)
+		return 0;
+	__u32 cpid = BPF_CORE_READ(child, pid);
+	if (cpid != BPF_CORE_READ(child, tgid))
+		return 0; /* a new thread, not a new process */
+
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct proc_info ci = {.image_ns = now};
+	if (bpf_map_update_elem(&tracked, &cpid, &ci, BPF_ANY))
+		count_lost(1);
+
+	struct ev_fork *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(0);
+		return 0;
+	}
+	fill_header(&e->h, EV_FORK, now, pi->image_ns);
+	e->child_pid = cpid;
+	e->_pad0 = 0;
+	e->child_image_ns = now;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct proc_info *pi = current_proc();
+	if (!pi)
+		return 0;
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+
+	__u64 now = bpf_ktime_get_boot_ns();
+	pi->image_ns = now;
+	struct ev_exec *e = (void *)s->b;
+	__u8 flags = 0;
+	fill_header(&e->h, EV_EXEC, now, now);
+	e->uid = BPF_CORE_READ(p, cred, uid.val);
+	e->_pad0 = 0;
+
+	struct file *f = BPF_CORE_READ(bprm, file);
+	__u32 off = walk_path(__builtin_preserve_access_index(&f->f_path), s, 0, &flags);
+	e->path_len = off;
+	__u32 n = walk_base(p, AT_FDCWD, s, off, &flags);
+	e->cwd_len = n;
+	off += n;
+
+	struct mm_struct *mm = BPF_CORE_READ(p, mm);
+	unsigned long as = BPF_CORE_READ(mm, arg_start);
+	unsigned long ae = BPF_CORE_READ(mm, arg_end);
+	__u64 alen = ae > as ? ae - as : 0;
+	if (alen > ARGV_MAX)
+		flags |= EVF_TRUNC_ARGV;
+	alen = bounded(alen, ARGV_MAX);
+	if (bpf_probe_read_user(&s->b[OFF(off)], alen & 0xFFFF, (void *)as))
+		alen = 0;
+	e->argv_len = alen;
+	e->h.flags = flags;
+	submit_scratch(s, off + alen);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (!pi)
+		return 0;
+	struct signal_struct *sig = BPF_CORE_READ(p, signal);
+	if (BPF_CORE_READ(sig, live.counter) != 0)
+		return 0; /* a thread exits, the process goes on */
+
+	struct ev_exit *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(0);
+		bpf_map_delete_elem(&tracked, &tgid);
+		return 0;
+	}
+	fill_header(&e->h, EV_EXIT, bpf_ktime_get_boot_ns(), pi->image_ns);
+	int code = BPF_CORE_READ(p, exit_code);
+	if (BPF_CORE_READ(sig, flags) & SIGNAL_GROUP_EXIT)
+		code = BPF_CORE_READ(sig, group_exit_code);
+	e->exit_code = code;
+	e->_pad0 = 0;
+	e->start_ns = BPF_CORE_READ(p, group_leader, start_boottime);
+	e->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime) + BPF_CORE_READ(p, se.sum_exec_runtime);
+	e->maxrss_pages = BPF_CORE_READ(sig, maxrss);
+	e->rchar = 0;
+	e->wchar = 0;
+	if (bpf_core_field_exists(p->ioac)) {
+		e->rchar = BPF_CORE_READ(p, ioac.rchar) + BPF_CORE_READ(sig, ioac.rchar);
+		e->wchar = BPF_CORE_READ(p, ioac.wchar) + BPF_CORE_READ(sig, ioac.wchar);
+	}
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&tracked, &tgid);
+	return 0;
+}
+
+/* ---- file operations: stash at enter, report at exit with the result ---- */
+
+static __always_inline int stash(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode)
+{
+	if (!current_proc())
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pending v = {
+		.kind = kind, .dfd = dfd, .dfd2 = dfd2, .flags = flags, .mode = mode, .p1 = p1, .p2 = p2,
+	};
+	if (bpf_map_update_elem(&pending, &id, &v, BPF_ANY))
+		count_lost(1);
+	return 0;
+}
+
+static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch *s, __u32 off, __u64 up,
+					   __s32 dfd, __u16 *plen, __u16 *blen, __u8 *flags)
+{
+	__u32 n = read_ustr(s, off, (const char *)up, flags);
+	__u32 b = 0;
+	*plen = n;
+	if (dfd != NO_BASE && (n == 0 || s->b[OFF(off)] != '/'))
+		b = walk_base(t, dfd, s, off + n, flags);
+	*blen = b;
+	return n + b;
+}
+
+static __always_inline int report_path(struct syscall_exit_ctx *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
+	if (!pv)
+		return 0;
+	struct pending v = *pv;
+	bpf_map_delete_elem(&pending, &id);
+	struct proc_info *pi = current_proc();
+	struct scratch *s = get_scratch();
+	if (!pi || !s)
+		return 0;
+
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct ev_path *e = (void *)s->b;
+	__u8 flags = 0;
+	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
+	e->result = ctx->ret;
+	e->flags = v.flags;
+	e->mode = v.mode;
+	__u32 off = path_and_base(t, s, 0, v.p1, v.dfd, &e->path_len, &e->base_len, &flags);
+	e->path2_len = 0;
+	e->base2_len = 0;
+	if (v.p2)
+		off += path_and_base(t, s, off, v.p2, v.dfd2, &e->path2_len, &e->base2_len, &flags);
+	e->h.flags = flags;
+	submit_scratch(s, off);
+	return 0;
+}
+
+#define ARG(i) (ctx->args[i])
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int enter_openat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_OPEN, ARG(0), ARG(1), NO_BASE, 0, ARG(2), ARG(3));
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int enter_open(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_OPEN, AT_FDCWD, ARG(0), NO_BASE, 0, ARG(1), ARG(2));
+}
+
+SEC("tracepoint/syscalls/sys_enter_creat")
+int enter_creat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_OPEN, AT_FDCWD, ARG(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, ARG(1));
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat2")
+int enter_openat2(struct syscall_enter_ctx *ctx)
+{
+	__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
+	if (!current_proc())
+		return 0;
+	bpf_probe_read_user(&how, sizeof(how), (void *)ARG(2));
+	return stash(EV_OPEN, ARG(0), ARG(1), NO_BASE, 0, how[0], how[1]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_rename")
+int enter_rename(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_RENAME, AT_FDCWD, ARG(0), AT_FDCWD, ARG(1), 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_renameat")
+int enter_renameat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_RENAME, ARG(0), ARG(1), ARG(2), ARG(3), 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_renameat2")
+int enter_renameat2(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_RENAME, ARG(0), ARG(1), ARG(2), ARG(3), ARG(4), 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_unlink")
+int enter_unlink(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_UNLINK, AT_FDCWD, ARG(0), NO_BASE, 0, 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_rmdir")
+int enter_rmdir(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_UNLINK, AT_FDCWD, ARG(0), NO_BASE, 0, AT_REMOVEDIR, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_unlinkat")
+int enter_unlinkat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_UNLINK, ARG(0), ARG(1), NO_BASE, 0, ARG(2), 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mkdir")
+int enter_mkdir(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_MKDIR, AT_FDCWD, ARG(0), NO_BASE, 0, 0, ARG(1));
+}
+
+SEC("tracepoint/syscalls/sys_enter_mkdirat")
+int enter_mkdirat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_MKDIR, ARG(0), ARG(1), NO_BASE, 0, 0, ARG(2));
+}
+
+SEC("tracepoint/syscalls/sys_enter_chmod")
+int enter_chmod(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_CHMOD, AT_FDCWD, ARG(0), NO_BASE, 0, 0, ARG(1));
+}
+
+SEC("tracepoint/syscalls/sys_enter_fchmodat")
+int enter_fchmodat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_CHMOD, ARG(0), ARG(1), NO_BASE, 0, 0, ARG(2));
+}
+
+SEC("tracepoint/syscalls/sys_enter_fchmodat2")
+int enter_fchmodat2(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_CHMOD, ARG(0), ARG(1), NO_BASE, 0, ARG(3), ARG(2));
+}
+
+SEC("tracepoint/syscalls/sys_enter_fchmod")
+int enter_fchmod(struct syscall_enter_ctx *ctx)
+{
+	/* no path: the base is the fd's own path */
+	return stash(EV_CHMOD, ARG(0), 0, NO_BASE, 0, 0, ARG(1));
+}
+
+/* link kinds: p1 is the existing target, p2 the new name. */
+SEC("tracepoint/syscalls/sys_enter_link")
+int enter_link(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_LINK, AT_FDCWD, ARG(0), AT_FDCWD, ARG(1), 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_linkat")
+int enter_linkat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_LINK, ARG(0), ARG(1), ARG(2), ARG(3), ARG(4), 0);
+}
+
+/* A symlink's target is text, not resolved against anything. flags bit
+ * 31 marks a symbolic link for user space. */
+SEC("tracepoint/syscalls/sys_enter_symlink")
+int enter_symlink(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_LINK, NO_BASE, ARG(0), AT_FDCWD, ARG(1), 1u << 31, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_symlinkat")
+int enter_symlinkat(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_LINK, NO_BASE, ARG(0), ARG(1), ARG(2), 1u << 31, 0);
+}
+
+#define EXIT_PATH(name)                                               \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                    \
+	int exit_##name(struct syscall_exit_ctx *ctx)                 \
+	{                                                             \
+		return report_path(ctx);                              \
+	}
+
+EXIT_PATH(openat)
+EXIT_PATH(open)
+EXIT_PATH(creat)
+EXIT_PATH(openat2)
+EXIT_PATH(rename)
+EXIT_PATH(renameat)
+EXIT_PATH(renameat2)
+EXIT_PATH(unlink)
+EXIT_PATH(rmdir)
+EXIT_PATH(unlinkat)
+EXIT_PATH(mkdir)
+EXIT_PATH(mkdirat)
+EXIT_PATH(chmod)
+EXIT_PATH(fchmodat)
+EXIT_PATH(fchmodat2)
+EXIT_PATH(fchmod)
+EXIT_PATH(link)
+EXIT_PATH(linkat)
+EXIT_PATH(symlink)
+EXIT_PATH(symlinkat)
+
+/* ---- sockets ---- */
+
+static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
+{
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return 0;
+	umode_t mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *sock = BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(sock, sk);
+}
+
+SEC("tracepoint/syscalls/sys_enter_connect")
+int enter_connect(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_CONNECT, ARG(0), ARG(1), 0, 0, ARG(2), 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_bind")
+int enter_bind(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_BIND, ARG(0), ARG(1), 0, 0, ARG(2), 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_accept")
+int enter_accept(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_ACCEPT, ARG(0), 0, 0, 0, 0, 0);
+}
+
+SEC("tracepoint/syscalls/sys_enter_accept4")
+int enter_accept4(struct syscall_enter_ctx *ctx)
+{
+	return stash(EV_ACCEPT, ARG(0), 0, 0, 0, 0, 0);
+}
+
+/* sock_addr builds a sockaddr_in/in6 of sk's peer in data at off. */
+static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32 off)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u8 *d = &s->b[OFF(off)];
+	__builtin_memset(d, 0, 28);
+	*(__u16 *)d = family;
+	*(__u16 *)(d + 2) = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	if (family == AF_INET) {
+		*(__u32 *)(d + 4) = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		return 16;
+	}
+	if (family == AF_INET6) {
+		BPF_CORE_READ_INTO(d + 8, sk, __sk_common.skc_v6_daddr);
+		return 28;
+	}
+	return 2;
+}
+
+static __always_inline int report_sock(struct syscall_exit_ctx *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
+	if (!pv)
+		return 0;
+	struct pending v = *pv;
+	bpf_map_delete_elem(&pending, &id);
+	if (v.kind == EV_ACCEPT && ctx->ret == -EAGAIN)
+		return 0; /* a non-blocking accept found nobody: not an event */
+	struct proc_info *pi = current_proc();
+	struct scratch *s = get_scratch();
+	if (!pi || !s)
+		return 0;
+
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct ev_sock *e = (void *)s->b;
+	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
+	e->result = ctx->ret;
+	e->fd = v.dfd;
+	e->proto = 0;
+	__u32 n = 0;
+	if (v.kind == EV_ACCEPT) {
+		if (ctx->ret >= 0) {
+			struct sock *sk = fd_sock(t, ctx->ret);
+			if (sk) {
+				n = sock_addr(sk, s, 0);
+				e->proto = BPF_CORE_READ(sk, sk_protocol);
+			}
+		}
+	} else {
+		n = bounded(v.flags, SOCKADDR_MAX);
+		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)v.p1))
+			n = 0;
+		struct sock *sk = fd_sock(t, v.dfd);
+		if (sk)
+			e->proto = BPF_CORE_READ(sk, sk_protocol);
+	}
+	e->addr_len = n;
+	submit_scratch(s, n);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_connect")
+int exit_connect(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
+
+SEC("tracepoint/syscalls/sys_exit_bind")
+int exit_bind(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int exit_accept(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int exit_accept4(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
+
+/* ---- DNS: messages the tree sends to port 53 ---- */
+
+/* report_dns emits a DNS message if the destination (uaddr, when the
+ * process named one, else the socket's peer) is port 53. */
+static __always_inline int report_dns(long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
+{
+	struct proc_info *pi = current_proc();
+	if (!pi)
+		return 0;
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct sock *sk = fd_sock(t, fd);
+	if (!sk)
+		return 0;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
+	__u16 port;
+	if (uaddr) {
+		__u16 sa[2] = {};
+		bpf_probe_read_user(&sa, sizeof(sa), (void *)uaddr);
+		port = bpf_ntohs(sa[1]);
+	} else {
+		port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	}
+	if (port != 53)
+		return 0;
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	struct ev_dns *e = (void *)s->b;
+	fill_header(&e->h, EV_DNS, bpf_ktime_get_boot_ns(), pi->image_ns);
+	e->proto = proto;
+	e->_pad0 = 0;
+	__u32 n;
+	if (uaddr) {
+		n = bounded(alen, 28);
+		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x1F, (void *)uaddr))
+			n = 0;
+	} else {
+		n = sock_addr(sk, s, 0);
+	}
+	e->addr_len = n;
+	__u32 dl = bounded(len, DNS_MAX);
+	if (bpf_probe_read_user(&s->b[OFF(n)], dl & 0x3FF, (void *)buf))
+		dl = 0;
+	e->data_len = dl;
+	submit_scratch(s, n + dl);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_sendto")
+int enter_sendto(struct syscall_enter_ctx *ctx)
+{
+	return report_dns(ARG(0), ARG(4), ARG(5), ARG(1), ARG(2));
+}
+
+SEC("tracepoint/syscalls/sys_enter_write")
+int enter_write(struct syscall_enter_ctx *ctx)
+{
+	return report_dns(ARG(0), 0, 0, ARG(1), ARG(2));
+}
+
+/* user_msghdr: name (0), namelen (8), iov (16), iovlen (24), ... size 56 */
+static __always_inline int report_msg(long fd, __u64 umsg)
+{
+	__u64 m[4] = {};
+	__u64 iov[2] = {};
+	if (bpf_probe_read_user(&m, sizeof(m), (void *)umsg))
+		return 0;
+	if (!m[2] || !m[3] || bpf_probe_read_user(&iov, sizeof(iov), (void *)m[2]))
+		return 0;
+	return report_dns(fd, m[0], (__u32)m[1], iov[0], iov[1]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_sendmsg")
+int enter_sendmsg(struct syscall_enter_ctx *ctx)
+{
+	if (!current_proc())
+		return 0;
+	return report_msg(ARG(0), ARG(1));
+}
+
+/* glibc sends the A and AAAA queries together with sendmmsg. */
+SEC("tracepoint/syscalls/sys_enter_sendmmsg")
+int enter_sendmmsg(struct syscall_enter_ctx *ctx)
+{
+	if (!current_proc())
+		return 0;
+	__u32 vlen = ARG(2);
+	report_msg(ARG(0), ARG(1));
+	if (vlen > 1)
+		report_msg(ARG(0), ARG(1) + 64); /* sizeof(struct mmsghdr) */
+	return 0;
+}
+
+/* ---- bytes per peer ---- */
+
+static __always_inline void count_bytes(struct sock *sk, int ret, bool sent)
+{
+	if (ret <= 0)
+		return;
+	struct proc_info *pi = current_proc();
+	if (!pi)
+		return;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return;
+	struct peer_key k = {};
+	k.pid = bpf_get_current_pid_tgid() >> 32;
+	k.family = family;
+	k.port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET) {
+		__u32 a = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memcpy(k.addr, &a, 4);
+	} else {
+		BPF_CORE_READ_INTO(&k.addr, sk, __sk_common.skc_v6_daddr);
+	}
+	struct peer_val *v = bpf_map_lookup_elem(&peer_bytes, &k);
+	if (!v) {
+		struct peer_val z = {};
+		bpf_map_update_elem(&peer_bytes, &k, &z, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&peer_bytes, &k);
+		if (!v)
+			return;
+	}
+	if (sent)
+		__sync_fetch_and_add(&v->sent, ret);
+	else
+		__sync_fetch_and_add(&v->recv, ret);
+	v->last_ns = bpf_ktime_get_boot_ns();
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(handle_send_length, struct sock *sk, int ret, int flags)
+{
+	count_bytes(sk, ret, true);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(handle_recv_length, struct sock *sk, int ret, int flags)
+{
+	count_bytes(sk, ret, false);
+	return 0;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The kernel types polygraph's programs read, declared with only the fields
+ * they touch. preserve_access_index makes every field access a CO-RE
+ * relocation, so libbpf/cilium-ebpf fix the offsets against the running
+ * kernel's BTF at load time: the layout here never has to match any one
+ * kernel, and the header is the same on every architecture. This replaces a
+ * multi-megabyte generated vmlinux.h (see README, "BPF headers").
+ */
+#ifndef __POLYGRAPH_VMLINUX_MIN_H
+#define __POLYGRAPH_VMLINUX_MIN_H
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u8 u8;
+typedef __s16 s16;
+typedef __u16 u16;
+typedef __s32 s32;
+typedef __u32 u32;
+typedef __s64 s64;
+typedef __u64 u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+typedef long long loff_t;
+typedef unsigned int umode_t;
+typedef unsigned long size_t;
+typedef int pid_t;
+enum { false = 0, true = 1 };
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+typedef struct { int counter; } atomic_t;
+typedef struct { __u32 val; } kuid_t;
+
+struct qstr {
+	union {
+		struct {
+			u32 hash;
+			u32 len;
+		};
+		u64 hash_len;
+	};
+	const unsigned char *name;
+};
+
+struct inode {
+	umode_t i_mode;
+};
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+	struct inode *d_inode;
+};
+
+struct vfsmount {
+	struct dentry *mnt_root;
+};
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+};
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+};
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+	void *private_data;
+};
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+};
+
+struct files_struct {
+	struct fdtable *fdt;
+};
+
+struct fs_struct {
+	struct path root;
+	struct path pwd;
+};
+
+struct in6_addr {
+	union {
+		__u8 u6_addr8[16];
+		__be32 u6_addr32[4];
+	} in6_u;
+};
+
+struct sock_common {
+	union {
+		struct {
+			__be32 skc_daddr;
+			__be32 skc_rcv_saddr;
+		};
+	};
+	union {
+		struct {
+			__be16 skc_dport;
+			__u16 skc_num;
+		};
+	};
+	unsigned short skc_family;
+	struct in6_addr skc_v6_daddr;
+};
+
+struct sock {
+	struct sock_common __sk_common;
+	u16 sk_protocol;
+	u16 sk_type;
+};
+
+struct socket {
+	short type;
+	struct file *file;
+	struct sock *sk;
+};
+
+struct mm_struct {
+	unsigned long arg_start;
+	unsigned long arg_end;
+};
+
+struct cred {
+	kuid_t uid;
+};
+
+struct task_io_accounting {
+	u64 rchar;
+	u64 wchar;
+};
+
+struct sched_entity {
+	u64 sum_exec_runtime;
+};
+
+struct signal_struct {
+	atomic_t live;
+	unsigned int flags;
+	int group_exit_code;
+	unsigned long maxrss;
+	unsigned long long sum_sched_runtime;
+	struct task_io_accounting ioac;
+};
+
+struct task_struct {
+	unsigned int flags;
+	struct sched_entity se;
+	struct mm_struct *mm;
+	int exit_code;
+	pid_t pid;
+	pid_t tgid;
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	u64 start_boottime;
+	const struct cred *cred;
+	char comm[16];
+	struct fs_struct *fs;
+	struct files_struct *files;
+	struct signal_struct *signal;
+	struct task_io_accounting ioac;
+};
+
+struct linux_binprm {
+	struct file *file;
+	const char *filename;
+};
+
+#pragma clang attribute pop
+
+/* Classic syscall tracepoint contexts: the layout tracefs prints for every
+ * syscalls/sys_enter_* and sys_exit_* event (common header, syscall nr,
+ * then each argument widened to 8 bytes). Stable ABI, no CO-RE needed. */
+struct syscall_enter_ctx {
+	u64 __common;
+	s32 nr;
+	u32 __pad;
+	u64 args[6];
+};
+
+struct syscall_exit_ctx {
+	u64 __common;
+	s32 nr;
+	u32 __pad;
+	s64 ret;
+};
+
+#endif

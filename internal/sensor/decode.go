@@ -1,0 +1,536 @@
+package sensor
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// Record kinds, the first byte of every ring buffer record.
+// Keep in sync with enum ev_kind in bpf/events.h.
+const (
+	evExec    = 1
+	evFork    = 2
+	evExit    = 3
+	evOpen    = 4
+	evRename  = 5
+	evUnlink  = 6
+	evMkdir   = 7
+	evChmod   = 8
+	evLink    = 9
+	evConnect = 10
+	evBind    = 11
+	evAccept  = 12
+	evDNS     = 13
+)
+
+// Header flags and layout constants. Keep in sync with bpf/events.h and
+// DATA_OFF in bpf/polygraph.bpf.c.
+const (
+	flagTruncArgv = 1 << 0
+	flagTruncPath = 1 << 1
+	flagTruncUstr = 1 << 2
+
+	dataOff = 96 // DATA_OFF: variable-length data starts here in scratch-built records
+
+	// ArgvMax is the most argv bytes (NULs included) an exec event carries.
+	ArgvMax = 65535
+	// PathMax is the most bytes of one path the process passed in.
+	PathMax = 4096
+	// WalkMax is the most bytes of a path resolved in the kernel (exec
+	// path, cwd, the directory behind a dirfd), in at most WalkDepth components.
+	WalkMax   = 4096
+	WalkDepth = 64
+
+	symlinkFlag = 1 << 31
+	atRemoveDir = 0x200
+)
+
+// ErrShort is returned for a record shorter than its kind's layout says.
+var ErrShort = errors.New("record too short")
+
+// ErrUnknownKind is returned for a record whose kind byte is not known.
+var ErrUnknownKind = errors.New("unknown record kind")
+
+// proc is what the decoder remembers about one traced process.
+type proc struct {
+	execID       string
+	parentExecID string
+}
+
+// Decoder turns ring buffer records into events. It keeps the per-process
+// state that records do not carry (the parent image of each image), so a
+// single Decoder must see every record of a session, in order.
+type Decoder struct {
+	// BootOffset converts the kernel's boot clock to wall time:
+	// wall = BootOffset + boot ns.
+	BootOffset time.Time
+	// PageKB is the page size in KiB, for max RSS.
+	PageKB uint64
+
+	procs map[uint32]*proc
+	comms map[string]string // interned comm strings: few distinct values
+}
+
+// NewDecoder returns a decoder converting boot-clock times with bootOffset.
+func NewDecoder(bootOffset time.Time) *Decoder {
+	return &Decoder{BootOffset: bootOffset, PageKB: 4, procs: map[uint32]*proc{}, comms: map[string]string{}}
+}
+
+// Seed tells the decoder about a process that was already running when
+// tracing began (the root of `run`, or the tree `attach` joins).
+func (d *Decoder) Seed(pid uint32, imageNS uint64, parentExecID string) string {
+	id := event.ExecID(pid, imageNS)
+	d.procs[pid] = &proc{execID: id, parentExecID: parentExecID}
+	return id
+}
+
+// ExecIDOf returns the current image id of a traced pid, if known.
+func (d *Decoder) ExecIDOf(pid uint32) string {
+	if p := d.procs[pid]; p != nil {
+		return p.execID
+	}
+	return ""
+}
+
+// Forget drops what the decoder keeps about pid, once its exit and any
+// trailing records are through.
+func (d *Decoder) Forget(pid uint32) { delete(d.procs, pid) }
+
+func castHeader[T any](b []byte) (*T, error) {
+	var zero T
+	if len(b) < int(unsafe.Sizeof(zero)) {
+		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrShort, len(b), unsafe.Sizeof(zero))
+	}
+	return (*T)(unsafe.Pointer(&b[0])), nil
+}
+
+// data returns the n bytes at *off in the record's data part and advances off.
+func data(b []byte, off *int, n int) ([]byte, error) {
+	start := dataOff + *off
+	if n < 0 || start+n > len(b) {
+		return nil, fmt.Errorf("%w: data [%d,%d) beyond %d bytes", ErrShort, start, start+n, len(b))
+	}
+	*off += n
+	return b[start : start+n], nil
+}
+
+// Decode turns one record into an event. The returned event's Seq is zero;
+// the session assigns it.
+func (d *Decoder) Decode(b []byte) (*event.Event, error) {
+	if len(b) == 0 {
+		return nil, ErrShort
+	}
+	switch b[0] {
+	case evExec:
+		return d.decodeExec(b)
+	case evFork:
+		return d.decodeFork(b)
+	case evExit:
+		return d.decodeExit(b)
+	case evOpen, evRename, evUnlink, evMkdir, evChmod, evLink:
+		return d.decodePath(b)
+	case evConnect, evBind, evAccept:
+		return d.decodeSock(b)
+	case evDNS:
+		return d.decodeDNS(b)
+	}
+	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
+}
+
+func cstring(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func (d *Decoder) comm(c [16]int8) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&c[0])), len(c))
+	s := cstring(b)
+	if v, ok := d.comms[s]; ok {
+		return v
+	}
+	d.comms[s] = s
+	return s
+}
+
+// base fills the fields every event has from the header.
+func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
+	e := &event.Event{
+		TS:   d.BootOffset.Add(time.Duration(h.Ts)),
+		Kind: kind,
+		PID:  h.Pid,
+		TID:  h.Tid,
+		PPID: h.Ppid,
+		Comm: d.comm(h.Comm),
+	}
+	p := d.procs[h.Pid]
+	id := event.ExecID(h.Pid, h.ImageNs)
+	if p == nil || p.execID != id {
+		// A process we did not see start (already running when tracing
+		// began): its image id is still stable, its parent unknown.
+		p = &proc{execID: id}
+		d.procs[h.Pid] = p
+	}
+	e.ExecID = p.execID
+	e.ParentExecID = p.parentExecID
+	return e
+}
+
+// walked turns a kernel-walked path (components leaf first, each
+// NUL-terminated) into an absolute path.
+func walked(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	parts := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	var sb strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		sb.WriteByte('/')
+		sb.WriteString(parts[i])
+	}
+	return sb.String()
+}
+
+// Resolve joins a path a process passed with the directory it is relative
+// to (cwd or dirfd), lexically. An absolute p ignores base.
+func Resolve(base, p string) string {
+	if p == "" {
+		return base
+	}
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	if base == "" {
+		base = "/"
+	}
+	return path.Clean(base + "/" + p)
+}
+
+func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvExec](b)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	pb, err := data(b, &off, int(r.PathLen))
+	if err != nil {
+		return nil, err
+	}
+	cb, err := data(b, &off, int(r.CwdLen))
+	if err != nil {
+		return nil, err
+	}
+	ab, err := data(b, &off, int(r.ArgvLen))
+	if err != nil {
+		return nil, err
+	}
+	// The exec starts a new image: its parent is the image that called execve.
+	prev := d.procs[r.H.Pid]
+	np := &proc{execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
+	if prev != nil {
+		np.parentExecID = prev.execID
+	}
+	d.procs[r.H.Pid] = np
+	e := d.base(&r.H, event.KindExec)
+	e.Path = walked(pb)
+	e.Cwd = walked(cb)
+	if e.Cwd == "" && len(cb) == 0 {
+		e.Cwd = "/"
+	}
+	e.Argv = splitArgv(ab)
+	e.ArgvTruncated = r.H.Flags&flagTruncArgv != 0
+	e.PathTruncated = r.H.Flags&flagTruncPath != 0
+	if e.Path == "" && len(e.Argv) > 0 {
+		e.Path = Resolve(e.Cwd, e.Argv[0])
+	}
+	e.UID = event.Ptr(r.Uid)
+	return e, nil
+}
+
+func splitArgv(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	s = strings.TrimSuffix(s, "\x00")
+	return strings.Split(s, "\x00")
+}
+
+func (d *Decoder) decodeFork(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvFork](b)
+	if err != nil {
+		return nil, err
+	}
+	e := d.base(&r.H, event.KindFork)
+	e.ChildPID = r.ChildPid
+	d.procs[r.ChildPid] = &proc{
+		execID:       event.ExecID(r.ChildPid, r.ChildImageNs),
+		parentExecID: e.ExecID,
+	}
+	e.ChildExecID = d.procs[r.ChildPid].execID
+	return e, nil
+}
+
+func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvExit](b)
+	if err != nil {
+		return nil, err
+	}
+	e := d.base(&r.H, event.KindExit)
+	status := uint32(r.ExitCode)
+	if sig := int(status & 0x7f); sig != 0 {
+		e.Signal = sig
+	} else {
+		e.ExitCode = event.Ptr(int((status >> 8) & 0xff))
+	}
+	if r.H.Ts > r.StartNs && r.StartNs != 0 {
+		e.DurationNS = r.H.Ts - r.StartNs
+	}
+	e.CPUNS = r.CpuNs
+	e.MaxRSSKB = r.MaxrssPages * d.PageKB
+	e.ReadBytes = r.Rchar
+	e.WriteBytes = r.Wchar
+	return e, nil
+}
+
+var pathKinds = map[uint8]event.Kind{
+	evOpen: event.KindOpen, evRename: event.KindRename, evUnlink: event.KindUnlink,
+	evMkdir: event.KindMkdir, evChmod: event.KindChmod, evLink: event.KindLink,
+}
+
+// Access classifies open flags: read, write, or both, plus create.
+func Access(flags uint32) string {
+	const oAccMode, oWronly, oRdwr, oCreat, oTrunc = 3, 1, 2, 0o100, 0o1000
+	var a []string
+	switch flags & oAccMode {
+	case oWronly:
+		a = append(a, "write")
+	case oRdwr:
+		a = append(a, "read", "write")
+	default:
+		a = append(a, "read")
+		if flags&oTrunc != 0 {
+			a = append(a, "write")
+		}
+	}
+	if flags&oCreat != 0 {
+		a = append(a, "create")
+	}
+	return strings.Join(a, ",")
+}
+
+func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvPath](b)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	var parts [4][]byte
+	for i, n := range []uint16{r.PathLen, r.BaseLen, r.Path2Len, r.Base2Len} {
+		if parts[i], err = data(b, &off, int(n)); err != nil {
+			return nil, err
+		}
+	}
+	kind := pathKinds[r.H.Kind]
+	e := d.base(&r.H, kind)
+	p1 := Resolve(walked(parts[1]), cstring(parts[0]))
+	p2 := ""
+	if r.Path2Len > 0 {
+		p2 = Resolve(walked(parts[3]), cstring(parts[2]))
+	}
+	e.Result = event.Ptr(r.Result)
+	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr) != 0
+	switch kind {
+	case event.KindOpen:
+		e.Path = p1
+		e.Flags = event.Ptr(r.Flags)
+		e.Access = Access(r.Flags)
+		if r.Flags&0o100 != 0 {
+			e.Mode = event.Ptr(r.Mode)
+		}
+	case event.KindLink:
+		// p1 is the existing file (a symlink's target, as written), p2 the new name.
+		e.Path = p2
+		e.Path2 = p1
+		if r.Flags&symlinkFlag != 0 {
+			e.Path2 = cstring(parts[0])
+			e.Flags = event.Ptr(uint32(symlinkFlag))
+		}
+	case event.KindRename:
+		e.Path, e.Path2 = p1, p2
+		if r.Flags != 0 {
+			e.Flags = event.Ptr(r.Flags)
+		}
+	case event.KindMkdir, event.KindChmod:
+		e.Path = p1
+		e.Mode = event.Ptr(r.Mode)
+	case event.KindUnlink:
+		e.Path = p1
+		if r.Flags != 0 {
+			e.Flags = event.Ptr(r.Flags)
+		}
+	}
+	return e, nil
+}
+
+var sockKinds = map[uint8]event.Kind{evConnect: event.KindConnect, evBind: event.KindBind, evAccept: event.KindAccept}
+
+// sockaddr decodes a struct sockaddr as a process passes it.
+func sockaddr(b []byte) (family, addr string, port uint16) {
+	if len(b) < 2 {
+		return "", "", 0
+	}
+	switch binary.LittleEndian.Uint16(b) {
+	case 1: // AF_UNIX
+		p := b[2:]
+		if len(p) > 0 && p[0] == 0 {
+			return "unix", "@" + cstring(p[1:]), 0
+		}
+		return "unix", cstring(p), 0
+	case 2: // AF_INET
+		if len(b) < 8 {
+			return "ipv4", "", 0
+		}
+		a := netip.AddrFrom4([4]byte(b[4:8]))
+		return "ipv4", a.String(), binary.BigEndian.Uint16(b[2:4])
+	case 10: // AF_INET6
+		if len(b) < 24 {
+			return "ipv6", "", 0
+		}
+		a := netip.AddrFrom16([16]byte(b[8:24]))
+		return "ipv6", a.String(), binary.BigEndian.Uint16(b[2:4])
+	case 0:
+		return "unspec", "", 0
+	default:
+		return fmt.Sprintf("af%d", binary.LittleEndian.Uint16(b)), "", 0
+	}
+}
+
+func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvSock](b)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	ab, err := data(b, &off, int(r.AddrLen))
+	if err != nil {
+		return nil, err
+	}
+	e := d.base(&r.H, sockKinds[r.H.Kind])
+	e.Family, e.Addr, e.Port = sockaddr(ab)
+	e.Result = event.Ptr(r.Result)
+	e.Proto = protoName(r.Proto)
+	return e, nil
+}
+
+func protoName(p uint16) string {
+	switch p {
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	case 0:
+		return ""
+	}
+	return fmt.Sprintf("proto%d", p)
+}
+
+func (d *Decoder) decodeDNS(b []byte) (*event.Event, error) {
+	r, err := castHeader[polygraphEvDns](b)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	ab, err := data(b, &off, int(r.AddrLen))
+	if err != nil {
+		return nil, err
+	}
+	msg, err := data(b, &off, int(r.DataLen))
+	if err != nil {
+		return nil, err
+	}
+	e := d.base(&r.H, event.KindDNS)
+	e.Family, e.Addr, e.Port = sockaddr(ab)
+	e.Proto = protoName(r.Proto)
+	if r.Proto == 6 && len(msg) >= 2 {
+		msg = msg[2:] // DNS over TCP: a 2-byte length comes first
+	}
+	e.QName, e.QType, _ = ParseDNSQuestion(msg)
+	return e, nil
+}
+
+// ParseDNSQuestion returns the name and type of the first question of a
+// DNS message.
+func ParseDNSQuestion(msg []byte) (name, qtype string, err error) {
+	if len(msg) < 12 {
+		return "", "", fmt.Errorf("dns message of %d bytes: %w", len(msg), ErrShort)
+	}
+	if binary.BigEndian.Uint16(msg[4:6]) == 0 {
+		return "", "", errors.New("dns message without a question")
+	}
+	i := 12
+	var labels []string
+	for {
+		if i >= len(msg) {
+			return "", "", fmt.Errorf("dns name: %w", ErrShort)
+		}
+		l := int(msg[i])
+		i++
+		if l == 0 {
+			break
+		}
+		if l&0xc0 != 0 || i+l > len(msg) || len(labels) > 127 {
+			return "", "", errors.New("dns name: bad label")
+		}
+		labels = append(labels, string(msg[i:i+l]))
+		i += l
+	}
+	name = strings.Join(labels, ".")
+	if name == "" {
+		name = "."
+	}
+	if i+2 > len(msg) {
+		return name, "", nil
+	}
+	return name, QTypeName(binary.BigEndian.Uint16(msg[i : i+2])), nil
+}
+
+// QTypeName names a DNS query type.
+func QTypeName(t uint16) string {
+	switch t {
+	case 1:
+		return "A"
+	case 2:
+		return "NS"
+	case 5:
+		return "CNAME"
+	case 6:
+		return "SOA"
+	case 12:
+		return "PTR"
+	case 15:
+		return "MX"
+	case 16:
+		return "TXT"
+	case 28:
+		return "AAAA"
+	case 33:
+		return "SRV"
+	case 64:
+		return "SVCB"
+	case 65:
+		return "HTTPS"
+	case 255:
+		return "ANY"
+	}
+	return fmt.Sprintf("TYPE%d", t)
+}

@@ -1,0 +1,427 @@
+package sensor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// ErrPermission is returned when the kernel refuses to load the programs
+// for lack of privilege.
+var ErrPermission = errors.New("polygraph needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) to load its BPF programs")
+
+// Options tune the sensor.
+type Options struct {
+	// RingBytes is the ring buffer size (a power of two, multiple of the
+	// page size). Zero means 16 MiB.
+	RingBytes int
+	// QueueLen bounds the decoded events waiting for the sink. Zero means 65536.
+	QueueLen int
+}
+
+// Sink receives decoded events, in order, on one goroutine.
+type Sink func(*event.Event)
+
+// Sensor is the loaded and attached set of BPF programs.
+type Sensor struct {
+	coll        *ebpf.Collection
+	tracked     *ebpf.Map
+	lost        *ebpf.Map
+	peerBytes   *ebpf.Map
+	links       []link.Link
+	reader      *ringbuf.Reader
+	dec         *Decoder
+	queue       chan *event.Event
+	unavailable []string
+	shimImage   string // exec id of run's shim before it execs the command
+
+	mu       sync.Mutex
+	dropped  uint64 // events dropped because the sink was slow
+	badRecs  uint64 // records that did not decode
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	final    bool // the reader is draining after Stop: block instead of dropping
+}
+
+// tracefsRoot is where classic tracepoints are looked up.
+const tracefsRoot = "/sys/kernel/tracing"
+
+// EnsureTracefs mounts tracefs at /sys/kernel/tracing when no tracefs is
+// mounted, since classic tracepoints need it to find their ids.
+func EnsureTracefs() error {
+	if _, err := os.Stat(tracefsRoot + "/events"); err == nil {
+		return nil
+	}
+	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err == nil {
+		return nil
+	}
+	if err := unix.Mount("tracefs", tracefsRoot, "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("mount tracefs at %s: %w", tracefsRoot, err)
+	}
+	slog.Debug("mounted tracefs", "path", tracefsRoot)
+	return nil
+}
+
+// optionalBTF names the tp_btf programs that need a tracepoint not every
+// kernel has, and what is lost without it.
+var optionalBTF = map[string]struct{ target, feature string }{
+	"handle_send_length": {"btf_trace_sock_send_length", "bytes per peer (kernel ≥ 6.3)"},
+	"handle_recv_length": {"btf_trace_sock_recv_length", "bytes per peer (kernel ≥ 6.3)"},
+}
+
+// New loads and attaches the sensor. Nothing is traced until Track adds a
+// process. The caller must Close it.
+func New(opts Options) (*Sensor, error) {
+	if opts.RingBytes == 0 {
+		opts.RingBytes = 16 << 20
+	}
+	if opts.QueueLen == 0 {
+		opts.QueueLen = 65536
+	}
+	// BPF memory is charged to the memory cgroup on kernels ≥ 5.11; where
+	// it is not, lifting the limit may be refused (no CAP_SYS_RESOURCE)
+	// and loading still works for small maps.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		slog.Debug("could not lift RLIMIT_MEMLOCK", "error", err)
+	}
+	if err := EnsureTracefs(); err != nil {
+		return nil, err
+	}
+	spec, err := loadPolygraph()
+	if err != nil {
+		return nil, fmt.Errorf("load BPF spec: %w", err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		ncpu = runtime.NumCPU()
+	}
+	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
+	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+
+	s := &Sensor{queue: make(chan *event.Event, opts.QueueLen)}
+	// Drop the optional programs whose hook this kernel lacks, instead of
+	// failing the whole load.
+	if kspec, err := btf.LoadKernelSpec(); err == nil {
+		for prog, o := range optionalBTF {
+			var td *btf.Typedef
+			if err := kspec.TypeByName(o.target, &td); err != nil {
+				delete(spec.Programs, prog)
+				s.noteUnavailable(o.feature)
+			}
+		}
+	}
+	s.coll, err = ebpf.NewCollection(spec)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, ErrPermission
+		}
+		return nil, fmt.Errorf("load BPF programs: %w", err)
+	}
+	s.tracked, s.lost, s.peerBytes = s.coll.Maps["tracked"], s.coll.Maps["lost"], s.coll.Maps["peer_bytes"]
+	if err := s.attach(spec); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.reader, err = ringbuf.NewReader(s.coll.Maps["events"])
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	s.dec = NewDecoder(bootOffset())
+	s.dec.PageKB = uint64(os.Getpagesize() / 1024)
+	return s, nil
+}
+
+func (s *Sensor) noteUnavailable(f string) {
+	for _, u := range s.unavailable {
+		if u == f {
+			return
+		}
+	}
+	s.unavailable = append(s.unavailable, f)
+}
+
+// attach attaches every loaded program to its hook, named by its section.
+func (s *Sensor) attach(spec *ebpf.CollectionSpec) error {
+	for name, ps := range spec.Programs {
+		prog := s.coll.Programs[name]
+		if prog == nil {
+			continue
+		}
+		var l link.Link
+		var err error
+		switch {
+		case strings.HasPrefix(ps.SectionName, "tp_btf/"):
+			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+		case strings.HasPrefix(ps.SectionName, "tracepoint/"):
+			parts := strings.SplitN(strings.TrimPrefix(ps.SectionName, "tracepoint/"), "/", 2)
+			if _, statErr := os.Stat(fmt.Sprintf("%s/events/%s/%s", tracefsRoot, parts[0], parts[1])); statErr != nil && !tracepointElsewhere(parts[0], parts[1]) {
+				// This architecture has no such syscall (open, creat, … on arm64).
+				slog.Debug("no tracepoint", "name", ps.SectionName)
+				continue
+			}
+			l, err = link.Tracepoint(parts[0], parts[1], prog, nil)
+		default:
+			err = fmt.Errorf("unknown section %q", ps.SectionName)
+		}
+		if err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return ErrPermission
+			}
+			return fmt.Errorf("attach %s: %w", ps.SectionName, err)
+		}
+		s.links = append(s.links, l)
+	}
+	return nil
+}
+
+func tracepointElsewhere(group, name string) bool {
+	_, err := os.Stat(fmt.Sprintf("/sys/kernel/debug/tracing/events/%s/%s", group, name))
+	return err == nil
+}
+
+// Unavailable lists the features this kernel did not allow, for the
+// session record and a one-line notice.
+func (s *Sensor) Unavailable() []string { return s.unavailable }
+
+// Decoder exposes the sensor's decoder, for seeding processes.
+func (s *Sensor) Decoder() *Decoder { return s.dec }
+
+// Track adds a running process to the traced set; its future children
+// are traced from their fork on. imageNS is the boot-clock start of its
+// current image (see StartTimeNS).
+func (s *Sensor) Track(pid uint32, imageNS uint64) error {
+	v := polygraphProcInfo{ImageNs: imageNS}
+	if err := s.tracked.Update(pid, &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("track pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Tracked returns the pids the kernel still counts as traced and alive.
+func (s *Sensor) Tracked() []uint32 {
+	var pids []uint32
+	var k uint32
+	var v polygraphProcInfo
+	it := s.tracked.Iterate()
+	for it.Next(&k, &v) {
+		pids = append(pids, k)
+	}
+	return pids
+}
+
+// Start runs the reader until Stop; decoded events go to sink, which runs
+// on its own goroutine so a slow sink never stalls the ring buffer (events
+// it cannot keep up with are dropped and counted).
+func (s *Sensor) Start(sink Sink) {
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		for ev := range s.queue {
+			sink(ev)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer close(s.queue)
+		s.readLoop()
+	}()
+}
+
+func (s *Sensor) emit(ev *event.Event) {
+	if s.final {
+		s.queue <- ev
+		return
+	}
+	select {
+	case s.queue <- ev:
+	default:
+		s.mu.Lock()
+		s.dropped++
+		s.mu.Unlock()
+	}
+}
+
+func (s *Sensor) readLoop() {
+	var rec ringbuf.Record
+	for {
+		err := s.reader.ReadInto(&rec)
+		if err != nil {
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				// Tracing stopped: the processes still alive get their
+				// byte counters now.
+				s.final = true
+				s.drainPeers(0, nil)
+				return
+			}
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			slog.Warn("ring buffer read failed", "error", err)
+			return
+		}
+		ev, err := s.dec.Decode(rec.RawSample)
+		if err != nil {
+			s.mu.Lock()
+			s.badRecs++
+			s.mu.Unlock()
+			slog.Debug("undecodable record", "error", err)
+			continue
+		}
+		s.emit(ev)
+		if ev.Kind == event.KindExit {
+			s.drainPeers(ev.PID, ev)
+			s.dec.Forget(ev.PID)
+		}
+	}
+}
+
+// drainPeers turns the byte counters of pid (all pids when pid is 0) into
+// net events and removes them from the map.
+func (s *Sensor) drainPeers(pid uint32, like *event.Event) {
+	var k polygraphPeerKey
+	var v polygraphPeerVal
+	type kv struct {
+		k polygraphPeerKey
+		v polygraphPeerVal
+	}
+	var found []kv
+	it := s.peerBytes.Iterate()
+	for it.Next(&k, &v) {
+		if pid == 0 || k.Pid == pid {
+			found = append(found, kv{k, v})
+		}
+	}
+	for _, f := range found {
+		_ = s.peerBytes.Delete(f.k)
+		e := &event.Event{Kind: event.KindNet, PID: f.k.Pid, TID: f.k.Pid, BytesSent: f.v.Sent, BytesRecv: f.v.Recv}
+		e.TS = s.dec.BootOffset.Add(time.Duration(f.v.LastNs))
+		if like != nil && like.PID == f.k.Pid {
+			e.PPID, e.Comm, e.ExecID, e.ParentExecID = like.PPID, like.Comm, like.ExecID, like.ParentExecID
+		} else {
+			e.ExecID = s.dec.ExecIDOf(f.k.Pid)
+		}
+		e.Port = f.k.Port
+		switch f.k.Family {
+		case 2:
+			e.Family, e.Addr = "ipv4", fmt.Sprintf("%d.%d.%d.%d", f.k.Addr[0], f.k.Addr[1], f.k.Addr[2], f.k.Addr[3])
+		case 10:
+			_, e.Addr, _ = sockaddr(append([]byte{10, 0, 0, 0, 0, 0, 0, 0}, f.k.Addr[:]...))
+			e.Family = "ipv6"
+		}
+		s.emit(e)
+	}
+}
+
+// Stats are the sensor's loss counters.
+type Stats struct {
+	RingLost  uint64 // records the kernel could not put in the ring buffer
+	TrackLost uint64 // processes or syscalls the tracking maps had no room for
+	Dropped   uint64 // decoded events the sink could not keep up with
+	BadRecs   uint64 // records that did not decode
+}
+
+// Stats reads the loss counters.
+func (s *Sensor) Stats() Stats {
+	var st Stats
+	for slot, dst := range []*uint64{&st.RingLost, &st.TrackLost} {
+		var vals []uint64
+		if err := s.lost.Lookup(uint32(slot), &vals); err == nil {
+			for _, v := range vals {
+				*dst += v
+			}
+		}
+	}
+	s.mu.Lock()
+	st.Dropped, st.BadRecs = s.dropped, s.badRecs
+	s.mu.Unlock()
+	return st
+}
+
+// Stop detaches the programs, delivers every record already in the ring
+// buffer and the remaining byte counters, and waits for the sink to finish.
+func (s *Sensor) Stop() {
+	s.stopOnce.Do(func() {
+		s.closeLinks()
+		if s.reader != nil {
+			s.reader.Flush()
+		}
+		s.wg.Wait()
+	})
+}
+
+// closeLinks detaches every program. Each detach waits for an RCU grace
+// period in the kernel (tens of ms); done one by one, 60 of them took
+// seconds, so they run in parallel.
+func (s *Sensor) closeLinks() {
+	var wg sync.WaitGroup
+	for _, l := range s.links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Close()
+		}()
+	}
+	wg.Wait()
+	s.links = nil
+}
+
+// Close releases everything. It is safe to call after a failed New.
+func (s *Sensor) Close() error {
+	s.closeLinks()
+	if s.reader != nil {
+		s.reader.Close()
+	}
+	if s.coll != nil {
+		s.coll.Close()
+	}
+	return nil
+}
+
+// bootOffset is the wall-clock time at boot-clock zero.
+func bootOffset() time.Time {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return time.Now()
+	}
+	return time.Now().Add(-time.Duration(ts.Nano()))
+}
+
+// StartTimeNS returns the boot-clock start time of pid in ns (from
+// /proc/PID/stat, in clock ticks), the image id of a process that was
+// running before tracing began.
+func StartTimeNS(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	var ticks uint64
+	if _, err := fmt.Sscan(f[19], &ticks); err != nil {
+		return 0, err
+	}
+	return ticks * (1e9 / 100), nil // USER_HZ is 100 on every Linux ABI
+}
+

@@ -1,0 +1,36 @@
+// Package testenv holds the helpers tests use to decide whether the
+// machine can run them: root, BPF, installed tools.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// RequireRoot skips t unless the test runs as root. Where root is
+// expected (POLYGRAPH_REQUIRE_ROOT=1, as CI sets it), it fails instead, so
+// a kernel-tier suite can never pass by skipping everything.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("POLYGRAPH_REQUIRE_ROOT") == "1" {
+		t.Fatal("this test needs root and POLYGRAPH_REQUIRE_ROOT=1 says root is expected")
+	}
+	t.Skip("needs root to load BPF programs (run the tests with sudo)")
+}
+
+// Feature fails t when err reports a kernel feature missing where
+// POLYGRAPH_REQUIRE_ROOT=1 says the machine should have it, and skips
+// with the reason otherwise.
+func Feature(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("POLYGRAPH_REQUIRE_ROOT") == "1" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("%s not available here: %v", what, err)
+}
