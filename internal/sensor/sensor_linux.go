@@ -22,7 +22,7 @@ import (
 
 // ErrPermission is returned when the kernel refuses to load the programs
 // for lack of privilege.
-var ErrPermission = errors.New("polygraph needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN) to load its BPF programs")
+var ErrPermission = errors.New("tracing needs root (or CAP_BPF and CAP_PERFMON, and CAP_SYS_ADMIN where tracefs is not mounted): run it with sudo")
 
 // Options tune the sensor.
 type Options struct {
@@ -55,6 +55,19 @@ type Sensor struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	final    bool // the reader is draining after Stop: block instead of dropping
+}
+
+// privileged reports whether this process may load and attach the
+// sensor: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON (tracefs mounting
+// needs CAP_SYS_ADMIN too, when tracefs is not mounted yet).
+func privileged() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return os.Geteuid() == 0
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(unix.CAP_SYS_ADMIN) || has(unix.CAP_BPF) && has(unix.CAP_PERFMON)
 }
 
 // tracefsRoot is where classic tracepoints are looked up.
@@ -91,6 +104,9 @@ func New(opts Options) (*Sensor, error) {
 	}
 	if opts.QueueLen == 0 {
 		opts.QueueLen = 65536
+	}
+	if !privileged() {
+		return nil, ErrPermission
 	}
 	// BPF memory is charged to the memory cgroup on kernels ≥ 5.11; where
 	// it is not, lifting the limit may be refused (no CAP_SYS_RESOURCE)

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/testenv"
+)
+
+// polygraphCmd returns the test binary set up to act as polygraph ARGS,
+// with its sessions in home.
+func polygraphCmd(t *testing.T, home string, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), "POLYGRAPH_TEST_MAIN=1", "POLYGRAPH_HOME="+home)
+	return cmd
+}
+
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if err == nil {
+		return 0
+	}
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	t.Fatal(err)
+	return -1
+}
+
+func TestRunExitStatusAndSummary(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	var stderr bytes.Buffer
+	cmd := polygraphCmd(t, home, "run", "--linger", "0s", "--", "sh", "-c", "echo out; exit 7")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if code := exitCodeOf(t, err); code != 7 {
+		t.Fatalf("exit = %d, want 7; stderr: %s", code, stderr.String())
+	}
+	if string(out) != "out\n" {
+		t.Errorf("stdout = %q: the command's output must pass through untouched", out)
+	}
+	for _, want := range []string{"polygraph: session ", "exit 7", "processes", "events "} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// JSON summary on stdout.
+	cmd = polygraphCmd(t, home, "run", "--json", "--linger", "0s", "--", "true")
+	out, err = cmd.Output()
+	if err != nil || !bytes.Contains(out, []byte(`"exit_code": 0`)) || !bytes.Contains(out, []byte(`"lost_total": 0`)) {
+		t.Fatalf("run --json: %v\n%s", err, out)
+	}
+}
+
+func TestRunCommandNotFound(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	cmd := polygraphCmd(t, home, "run", "--linger", "0s", "--", "no-such-command-polygraph")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 127 {
+		t.Fatalf("exit = %d, want 127", code)
+	}
+	if !strings.Contains(stderr.String(), "no-such-command-polygraph: command not found") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if list, _ := session.List(home); len(list) != 1 {
+		t.Errorf("want the session written all the same, got %d", len(list))
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{{"run", "--no-such-flag", "--", "true"}, {"no-such-verb"}, {"run"}} {
+		cmd := polygraphCmd(t, home, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if code := exitCodeOf(t, cmd.Run()); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+		if n := strings.Count(strings.TrimSpace(stderr.String()), "\n"); n != 0 {
+			t.Errorf("%v: want one line of error, got:\n%s", args, stderr.String())
+		}
+	}
+}
+
+// TestRunWithoutPrivilege: as an unprivileged user, one clear line,
+// exit 1, and no session file.
+func TestRunWithoutPrivilege(t *testing.T) {
+	testenv.RequireRoot(t) // to become nobody
+	// t.TempDir's parent is private to root; nobody needs to get in.
+	home, err := os.MkdirTemp("", "polygraph-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	os.Chmod(home, 0o777)
+	self, _ := os.Executable()
+	// The test binary may sit in a directory nobody cannot enter; copy it.
+	bin := filepath.Join(home, "polygraph.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--", "true")
+	cmd.Env = []string{"POLYGRAPH_TEST_MAIN=1", "POLYGRAPH_HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 1 {
+		t.Fatalf("exit = %d, want 1 (stderr %q)", code, stderr.String())
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "needs root") {
+		t.Errorf("want one line naming the privilege needed, got %q", msg)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(home, "sessions")); len(ents) != 0 {
+		t.Errorf("a session was left behind: %v", ents)
+	}
+}
+
+// TestRunSIGKILLed: polygraph killed with SIGKILL mid-run leaves a session
+// that opens, holds what was flushed, and says it was not closed cleanly.
+func TestRunSIGKILLed(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	dir := t.TempDir()
+	cmd := polygraphCmd(t, home, "run", "--", "sh", "-c", "i=0; while [ $i -lt 400 ]; do i=$((i+1)); echo $i > f$i; sleep 0.01; done")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	// The traced shell outlives polygraph; stop it.
+	exec.Command("pkill", "-f", "while \\[ \\$i -lt 400").Run()
+
+	var out, errb bytes.Buffer
+	ev := polygraphCmd(t, home, "events", "last")
+	ev.Stdout, ev.Stderr = &out, &errb
+	if err := ev.Run(); err != nil {
+		t.Fatalf("events on a killed session: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "not closed cleanly") {
+		t.Errorf("events did not warn: %q", errb.String())
+	}
+	n := strings.Count(out.String(), "write,create")
+	if n < 20 {
+		t.Errorf("only %d file writes survived the kill; want those flushed before it (≈ all but the last second)", n)
+	}
+	t.Logf("%d writes recorded before SIGKILL", n)
+}
