@@ -440,4 +440,3 @@ func StartTimeNS(pid int) (uint64, error) {
 	}
 	return ticks * (1e9 / 100), nil // USER_HZ is 100 on every Linux ABI
 }
-

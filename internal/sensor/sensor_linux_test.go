@@ -296,7 +296,9 @@ func TestRecordKilledCommand(t *testing.T) {
 	if find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.Signal == 9 }) == nil {
 		t.Error("no exit event with signal 9")
 	}
-	if find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "before.txt") }) == nil {
+	if find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "before.txt")
+	}) == nil {
 		t.Error("the write before the kill is missing")
 	}
 }
