@@ -1,0 +1,450 @@
+// Package e2e runs the real agent CLIs (Claude Code, Codex CLI, Gemini CLI)
+// offline against the scripted model server in test/fakellm, each in a fresh
+// temporary HOME and project directory with a clean environment, and checks
+// what they did, what they wrote in their transcripts and what they sent.
+//
+// Install the pinned CLIs (into ${POLYGRAPH_AGENTS_DIR:-/var/cache/polygraph/agents},
+// outside the repository; a fast no-op once done), then run:
+//
+//	bash test/agents/install.sh
+//	POLYGRAPH_E2E=1 go test ./test/e2e/...
+//
+// Without POLYGRAPH_E2E the tests skip when the CLIs are not installed; with
+// POLYGRAPH_E2E=1 a missing CLI is a failure. POLYGRAPH_E2E_KEEP=1 keeps each
+// run's directories (and the server's request log, requests.jsonl) and logs
+// where they are. An agent run takes one to a few seconds.
+//
+// RunAgent is the harness: the lead's `polygraph run --` plugs in through
+// Options.Wrapper, which prefixes the agent's command line.
+//
+// All traffic stays on loopback: the model server listens on 127.0.0.1 and
+// every agent is configured as ../shared/REAL-AGENTS.md describes (Codex's
+// plugins, analytics, feedback and OpenTelemetry exporters are off; Claude
+// Code's nonessential traffic, telemetry and updater are off; Gemini CLI's
+// usage statistics and telemetry are off). TestLoopbackOnly checks it under
+// strace: every connect, sendto and sendmsg address must be loopback or local.
+//
+// To run an agent under polygraph, pass the wrapper with an absolute path
+// (the agent's environment is clean, with a minimal PATH):
+//
+//	r := e2e.RunAgent(t, e2e.Claude, sc, e2e.WithWrapper("/abs/polygraph", "run", "--"))
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/test/fakellm"
+)
+
+// The agents RunAgent knows.
+const (
+	Claude = "claude"
+	Codex  = "codex"
+	Gemini = "gemini"
+)
+
+// Agents lists them in a stable order.
+var Agents = []string{Claude, Codex, Gemini}
+
+// Options tune one RunAgent call. The zero value is usable.
+type Options struct {
+	// Prompt is the user's prompt. The fake model ignores it; it only has to
+	// be there. Default "Run the tests.".
+	Prompt string
+	// Timeout bounds the whole run; on expiry the process group is killed.
+	// Default 90s.
+	Timeout time.Duration
+	// Wrapper prefixes the agent's command line, for example
+	// {"polygraph", "run", "--"} or {"strace", "-f", "-o", FILE}.
+	Wrapper []string
+	// Env adds KEY=VALUE pairs to the agent's clean environment.
+	Env []string
+	// Files are created in the project directory before the run, keyed by
+	// path relative to it.
+	Files map[string]string
+}
+
+// Option sets a field of Options.
+type Option func(*Options)
+
+// WithPrompt sets Options.Prompt.
+func WithPrompt(p string) Option { return func(o *Options) { o.Prompt = p } }
+
+// WithTimeout sets Options.Timeout.
+func WithTimeout(d time.Duration) Option { return func(o *Options) { o.Timeout = d } }
+
+// WithWrapper sets Options.Wrapper.
+func WithWrapper(argv ...string) Option { return func(o *Options) { o.Wrapper = argv } }
+
+// WithEnv appends to Options.Env.
+func WithEnv(kv ...string) Option { return func(o *Options) { o.Env = append(o.Env, kv...) } }
+
+// WithFiles sets Options.Files.
+func WithFiles(files map[string]string) Option { return func(o *Options) { o.Files = files } }
+
+// Result is what one agent run left behind.
+type Result struct {
+	// Agent is the agent that ran: Claude, Codex or Gemini.
+	Agent string
+	// Home is the run's HOME; CodexHome is $HOME/.codex (Codex only).
+	Home, CodexHome string
+	// Dir is the project directory the agent ran in.
+	Dir string
+	// Argv and Env are the command line and environment the agent ran with.
+	Argv, Env []string
+	// Stdout and Stderr are the agent's output: its stream-json or --json
+	// event stream on stdout.
+	Stdout, Stderr []byte
+	// ExitCode is the process's exit status, -1 when it was killed.
+	ExitCode int
+	// TimedOut says the run hit Options.Timeout.
+	TimedOut bool
+	Duration time.Duration
+	// Transcripts are the session files the agent wrote (see transcriptGlobs).
+	Transcripts []string
+	// ServerURL is the fake model server's base URL.
+	ServerURL string
+	// Requests is the fake model server's request log.
+	Requests []fakellm.Request
+}
+
+// Entry points of the installed CLIs, read once from install.sh --check.
+var (
+	entryOnce sync.Once
+	entries   map[string]string
+	entryErr  error
+)
+
+// AgentPath returns the installed entry point of agent. It skips the test
+// when the CLIs are not installed, unless POLYGRAPH_E2E=1, where that fails
+// it. POLYGRAPH_CLAUDE, POLYGRAPH_CODEX and POLYGRAPH_GEMINI override the
+// entry point of one agent.
+func AgentPath(t testing.TB, agent string) string {
+	t.Helper()
+	if p := os.Getenv("POLYGRAPH_" + strings.ToUpper(agent)); p != "" {
+		return p
+	}
+	entryOnce.Do(func() { entries, entryErr = findEntries() })
+	p, ok := entries[agent]
+	if !ok {
+		err := entryErr
+		if err == nil {
+			err = fmt.Errorf("install.sh --check printed no entry point for %q", agent)
+		}
+		msg := fmt.Sprintf("agent CLI %s not installed (%v); run: bash test/agents/install.sh", agent, err)
+		if os.Getenv("POLYGRAPH_E2E") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + "; set POLYGRAPH_E2E=1 to make this a failure")
+	}
+	return p
+}
+
+// findEntries runs test/agents/install.sh --check, which prints an
+// "<agent> <path>" line for each pinned version that is installed and fails
+// unless all are.
+func findEntries() (map[string]string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, errors.New("cannot locate the harness source")
+	}
+	script := filepath.Join(filepath.Dir(file), "..", "agents", "install.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", script, "--check")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, path, ok := strings.Cut(line, " "); ok {
+			m[name] = path
+		}
+	}
+	if err != nil {
+		return m, fmt.Errorf("%s --check: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+	}
+	return m, nil
+}
+
+// RunAgent runs agent ("claude", "codex" or "gemini") headless on a fresh
+// HOME and project directory against a fake model server playing sc, and
+// returns what the run left. Relative paths in sc resolve against the
+// project directory. A run that cannot start fails the test; a non-zero exit
+// or a timeout is reported in the Result for the test to judge.
+func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *Result {
+	t.Helper()
+	o := Options{Prompt: "Run the tests.", Timeout: 90 * time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
+	entry := AgentPath(t, agent)
+
+	root := tempDir(t, "polygraph-e2e-"+agent+"-")
+	r := &Result{
+		Agent: agent,
+		Home:  filepath.Join(root, "home"),
+		Dir:   filepath.Join(root, "project"),
+	}
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{r.Home, r.Dir, tmp} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	for name, content := range o.Files {
+		p := filepath.Join(r.Dir, name)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+
+	sc.Dir = r.Dir
+	srv, err := fakellm.Start(sc)
+	must(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	r.ServerURL = srv.URL()
+
+	node, err := exec.LookPath("node")
+	if err != nil && agent != Claude {
+		t.Fatalf("%s needs node on PATH: %v", agent, err)
+	}
+	env := baseEnv(r.Home, tmp, node)
+	var argv []string
+	switch agent {
+	case Claude:
+		env = append(env,
+			"ANTHROPIC_BASE_URL="+r.ServerURL,
+			"ANTHROPIC_API_KEY=x",
+			"IS_SANDBOX=1", // root may not --dangerously-skip-permissions without it
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"DISABLE_TELEMETRY=1",
+			"DISABLE_AUTOUPDATER=1",
+			"DISABLE_ERROR_REPORTING=1",
+		)
+		argv = append(interp(entry, node), "-p", o.Prompt,
+			"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions")
+	case Codex:
+		r.CodexHome = filepath.Join(r.Home, ".codex")
+		must(t, os.MkdirAll(r.CodexHome, 0o755))
+		must(t, os.WriteFile(filepath.Join(r.CodexHome, "config.toml"), []byte(codexConfig(r.ServerURL)), 0o644))
+		env = append(env, "CODEX_HOME="+r.CodexHome, "FAKE_LLM_API_KEY=x")
+		argv = append(interp(entry, node), "exec", "--json", "--strict-config", "--skip-git-repo-check",
+			"--dangerously-bypass-approvals-and-sandbox", o.Prompt)
+	case Gemini:
+		must(t, os.MkdirAll(filepath.Join(r.Home, ".gemini"), 0o755))
+		must(t, os.WriteFile(filepath.Join(r.Home, ".gemini", "settings.json"), []byte(geminiSettings), 0o644))
+		env = append(env,
+			"GEMINI_API_KEY=x",
+			"GOOGLE_GEMINI_BASE_URL="+r.ServerURL,
+			"GEMINI_CLI_NO_RELAUNCH=true",
+		)
+		argv = append(interp(entry, node), "-p", o.Prompt, "-m", "gemini-2.5-pro", "-o", "stream-json", "--yolo")
+	default:
+		t.Fatalf("unknown agent %q (want one of %v)", agent, Agents)
+	}
+	env = append(env, o.Env...)
+	argv = append(append([]string(nil), o.Wrapper...), argv...)
+	r.Argv, r.Env = argv, env
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = r.Dir
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Own process group, so a timeout (or a leftover child) is killed whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+
+	start := time.Now()
+	err = cmd.Start()
+	if err != nil {
+		t.Fatalf("start %s: %v", agent, err)
+	}
+	err = cmd.Wait()
+	r.Duration = time.Since(start)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers of the tree, if any
+	r.Stdout, r.Stderr = stdout.Bytes(), stderr.Bytes()
+	r.ExitCode = cmd.ProcessState.ExitCode()
+	r.TimedOut = ctx.Err() != nil
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && !r.TimedOut {
+		t.Errorf("wait %s: %v", agent, err)
+	}
+
+	r.Requests = srv.Requests()
+	r.Transcripts = findTranscripts(agent, r.Home, r.CodexHome)
+	t.Logf("%s ran in %v, exit %d, %d model requests, transcripts %v",
+		agent, r.Duration.Round(time.Millisecond), r.ExitCode, len(r.Requests), r.Transcripts)
+	if os.Getenv("POLYGRAPH_E2E_KEEP") == "1" {
+		if f, err := os.Create(filepath.Join(root, "requests.jsonl")); err == nil {
+			_ = srv.WriteLog(f)
+			_ = f.Close()
+		}
+		_ = os.WriteFile(filepath.Join(root, "stdout"), r.Stdout, 0o644)
+		_ = os.WriteFile(filepath.Join(root, "stderr"), r.Stderr, 0o644)
+	}
+	return r
+}
+
+// Dump logs the run's output and request log, for a failing test.
+func (r *Result) Dump(t testing.TB) {
+	t.Helper()
+	t.Logf("%s argv: %q", r.Agent, r.Argv)
+	t.Logf("%s stdout:\n%s", r.Agent, tail(r.Stdout, 8000))
+	t.Logf("%s stderr:\n%s", r.Agent, tail(r.Stderr, 8000))
+	for i, q := range r.Requests {
+		t.Logf("request %d: %s %s?%s turn=%d status=%d body=%s", i, q.Method, q.Path, q.Query, q.Turn, q.Status, tail(q.Body, 600))
+	}
+}
+
+// ModelRequests are the requests that played a scenario turn (not side
+// requests), in order.
+func (r *Result) ModelRequests() []fakellm.Request {
+	var out []fakellm.Request
+	for _, q := range r.Requests {
+		if q.Turn >= 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// baseEnv is the clean (env -i style) environment every agent gets.
+func baseEnv(home, tmp, node string) []string {
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if node != "" {
+		path = filepath.Dir(node) + ":" + path
+	}
+	env := []string{
+		"HOME=" + home,
+		"PATH=" + path,
+		"TMPDIR=" + tmp,
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"SHELL=/bin/bash",
+		"NO_COLOR=1",
+	}
+	if u, err := user.Current(); err == nil {
+		env = append(env, "USER="+u.Username, "LOGNAME="+u.Username)
+	}
+	return env
+}
+
+// interp is the command line that runs entry: node for a script, the file
+// itself for a native binary.
+func interp(entry, node string) []string {
+	if strings.HasSuffix(entry, ".js") || strings.HasSuffix(entry, ".cjs") || strings.HasSuffix(entry, ".mjs") {
+		return []string{node, entry}
+	}
+	return []string{entry}
+}
+
+// codexConfig is $CODEX_HOME/config.toml: the fake provider, no approvals or
+// sandbox, and everything that would reach off loopback switched off.
+func codexConfig(base string) string {
+	return `model = "gpt-5.5"
+model_provider = "fakellm"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.fakellm]
+name = "fake-llm"
+base_url = "` + base + `/v1"
+wire_api = "responses"
+env_key = "FAKE_LLM_API_KEY"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+in_app_updates = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+trace_exporter = "none"
+metrics_exporter = "none"
+`
+}
+
+// geminiSettings is $HOME/.gemini/settings.json: API-key auth (headless mode
+// needs a selected type), folder trust off (or --yolo is downgraded), no
+// usage statistics or telemetry.
+const geminiSettings = `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false}
+}
+`
+
+// findTranscripts lists the session files agent wrote:
+// Claude $HOME/.claude/projects/*/*.jsonl, Codex
+// $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl, Gemini
+// $HOME/.gemini/tmp/*/chats/*.
+func findTranscripts(agent, home, codexHome string) []string {
+	var pats []string
+	switch agent {
+	case Claude:
+		pats = []string{filepath.Join(home, ".claude", "projects", "*", "*.jsonl")}
+	case Codex:
+		pats = []string{filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*.jsonl")}
+	case Gemini:
+		pats = []string{filepath.Join(home, ".gemini", "tmp", "*", "chats", "*")}
+	}
+	var out []string
+	for _, p := range pats {
+		m, _ := filepath.Glob(p)
+		out = append(out, m...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tempDir is a fresh directory removed at cleanup, unless POLYGRAPH_E2E_KEEP=1.
+func tempDir(t testing.TB, prefix string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", prefix)
+	must(t, err)
+	// Resolve symlinks so paths match what the agents print and record.
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
+	}
+	if os.Getenv("POLYGRAPH_E2E_KEEP") == "1" {
+		t.Logf("keeping %s", d)
+	} else {
+		t.Cleanup(func() { _ = os.RemoveAll(d) })
+	}
+	return d
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
