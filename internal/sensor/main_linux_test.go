@@ -26,6 +26,23 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(c, "hello")
 			c.Close()
 			os.Exit(0)
+		case "__listen":
+			// __listen: bind a loopback port, connect to it and accept.
+			l, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			go func() {
+				if c, err := net.Dial("tcp4", l.Addr().String()); err == nil {
+					c.Close()
+				}
+			}()
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+			}
+			fmt.Println(l.Addr().(*net.TCPAddr).Port)
+			os.Exit(0)
 		case "__resolve":
 			// __resolve NAME SERVER: look NAME up with Go's resolver at SERVER.
 			r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -76,6 +76,11 @@ func Record(ctx context.Context, o RecordOptions) (*RecordResult, error) {
 	if meta.Cwd == "" {
 		meta.Cwd, _ = os.Getwd()
 	}
+	// The agents keep their transcripts under the HOME the command sees,
+	// which is the invoking user's unless the caller set another.
+	if h := envValue(o.Env, "HOME"); h != "" && o.Mode != "attach" {
+		meta.Home = h
+	}
 	if o.Mode == "attach" {
 		meta.RootPID = o.AttachPID
 		meta.Command = procArgv(o.AttachPID)
@@ -304,6 +309,20 @@ func descendants(root int) []int {
 		out = append(out, children[out[i]]...)
 	}
 	return out
+}
+
+// envValue returns the value of key in env (the last one wins, as for
+// exec), or from polygraph's own environment when env is nil.
+func envValue(env []string, key string) string {
+	if env == nil {
+		return os.Getenv(key)
+	}
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func procArgv(pid int) []string {

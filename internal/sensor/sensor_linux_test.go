@@ -142,6 +142,7 @@ cat missing.txt 2>/dev/null
 %[1]s __connect tcp4 %[2]s
 %[1]s __connect tcp6 %[3]s
 %[1]s __resolve polygraph-test.example %[4]s
+%[1]s __listen > port.txt
 sh -c 'sh -c "sleep 0.4; echo late > %[5]s/late.txt" &' 
 exit 3
 `, self, v4, v6, dnsAddr, dir)
@@ -192,6 +193,12 @@ exit 3
 		}},
 		{"dns query name", func(e *event.Event) bool {
 			return e.Kind == event.KindDNS && e.QName == "polygraph-test.example" && e.Addr == "127.0.0.1" && e.Port == 53
+		}},
+		{"bind to loopback", func(e *event.Event) bool {
+			return e.Kind == event.KindBind && e.Family == "ipv4" && e.Addr == "127.0.0.1" && *e.Result == 0
+		}},
+		{"accept from loopback", func(e *event.Event) bool {
+			return e.Kind == event.KindAccept && e.Family == "ipv4" && e.Addr == "127.0.0.1" && *e.Result >= 0 && e.Proto == "tcp"
 		}},
 		{"bytes to the ipv4 peer", func(e *event.Event) bool {
 			return e.Kind == event.KindNet && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v4 && e.BytesSent >= 6
