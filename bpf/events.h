@@ -59,14 +59,17 @@ struct ev_header {
 	char comm[16];
 };
 
-/* EV_EXEC: then path (walked), cwd (walked), argv (NUL-separated). */
+/* EV_EXEC: then path (walked), cwd (walked), argv (NUL-separated), and
+ * for a script (binfmt_script/misc ran an interpreter) the name the
+ * process executed, as it passed it. */
 struct ev_exec {
 	struct ev_header h;
 	__u32 uid;
 	__u32 argv_len;
 	__u16 path_len;
 	__u16 cwd_len;
-	__u32 _pad0;
+	__u16 script_len;
+	__u16 _pad0;
 };
 
 /* EV_FORK */

@@ -348,8 +348,20 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (bpf_probe_read_user(&s->b[OFF(off)], alen & 0xFFFF, (void *)as))
 		alen = 0;
 	e->argv_len = alen;
+	off += alen;
+	/* A script: bprm->interp was replaced by the interpreter's name, and
+	 * bprm->file is the interpreter. Keep the script's own name. */
+	e->script_len = 0;
+	const char *fname = BPF_CORE_READ(bprm, filename);
+	if (BPF_CORE_READ(bprm, interp) != fname) {
+		long n = bpf_probe_read_kernel_str(&s->b[OFF(off)], USTR_MAX, fname);
+		if (n > 0) {
+			e->script_len = n;
+			off += n;
+		}
+	}
 	e->h.flags = flags;
-	submit_scratch(s, off + alen);
+	submit_scratch(s, off);
 	return 0;
 }
 

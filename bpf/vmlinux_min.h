@@ -194,6 +194,7 @@ struct task_struct {
 struct linux_binprm {
 	struct file *file;
 	const char *filename;
+	const char *interp;
 };
 
 #pragma clang attribute pop

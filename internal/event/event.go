@@ -69,8 +69,11 @@ type Event struct {
 	ArgvTruncated bool     `json:"argv_truncated,omitempty"`
 	PathTruncated bool     `json:"path_truncated,omitempty"`
 	Cwd           string   `json:"cwd,omitempty"`
-	UID           *uint32  `json:"uid,omitempty"`
-	SHA256        string   `json:"sha256,omitempty"`
+	// Script is, for a script run through its #! interpreter (Path), the
+	// script itself, resolved against Cwd.
+	Script string  `json:"script,omitempty"`
+	UID    *uint32 `json:"uid,omitempty"`
+	SHA256 string  `json:"sha256,omitempty"`
 
 	// fork: the new process and the id of its first image.
 	ChildPID    uint32 `json:"child_pid,omitempty"`

@@ -233,6 +233,10 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb, err := data(b, &off, int(r.ScriptLen))
+	if err != nil {
+		return nil, err
+	}
 	// The exec starts a new image: its parent is the image that called execve.
 	prev := d.procs[r.H.Pid]
 	np := &proc{execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
@@ -251,6 +255,9 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	e.PathTruncated = r.H.Flags&flagTruncPath != 0
 	if e.Path == "" && len(e.Argv) > 0 {
 		e.Path = Resolve(e.Cwd, e.Argv[0])
+	}
+	if len(sb) > 0 {
+		e.Script = Resolve(e.Cwd, cstring(sb))
 	}
 	e.UID = event.Ptr(r.Uid)
 	return e, nil

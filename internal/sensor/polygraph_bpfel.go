@@ -23,13 +23,14 @@ type polygraphEvDns struct {
 }
 
 type polygraphEvExec struct {
-	_       structs.HostLayout
-	H       polygraphEvHeader
-	Uid     uint32
-	ArgvLen uint32
-	PathLen uint16
-	CwdLen  uint16
-	Pad0    uint32
+	_         structs.HostLayout
+	H         polygraphEvHeader
+	Uid       uint32
+	ArgvLen   uint32
+	PathLen   uint16
+	CwdLen    uint16
+	ScriptLen uint16
+	Pad0      uint16
 }
 
 type polygraphEvExit struct {

@@ -58,6 +58,7 @@ func appendData(buf []byte, ev *event.Event) []byte {
 	flag("argv_truncated", ev.ArgvTruncated)
 	flag("path_truncated", ev.PathTruncated)
 	str("cwd", ev.Cwd)
+	str("script", ev.Script)
 	if ev.UID != nil {
 		buf = strconv.AppendUint(appendName(buf, "uid"), uint64(*ev.UID), 10)
 	}
@@ -104,7 +105,7 @@ func appendData(buf []byte, ev *event.Event) []byte {
 var fastDataFields = []string{
 	"Seq uint64", "TS time.Time", "Kind event.Kind", "PID uint32", "TID uint32", "PPID uint32",
 	"Comm string", "ExecID string", "ParentExecID string", "Path string", "Path2 string",
-	"Argv []string", "ArgvTruncated bool", "PathTruncated bool", "Cwd string", "UID *uint32",
+	"Argv []string", "ArgvTruncated bool", "PathTruncated bool", "Cwd string", "Script string", "UID *uint32",
 	"SHA256 string", "ChildPID uint32", "ChildExecID string", "ExitCode *int", "Signal int",
 	"DurationNS uint64", "CPUNS uint64", "MaxRSSKB uint64", "ReadBytes uint64", "WriteBytes uint64",
 	"Flags *uint32", "Mode *uint32", "Access string", "Result *int64", "Family string", "Proto string",
