@@ -208,9 +208,14 @@ static long walk_step(__u64 i, void *unused)
 		w->vm = (__u64)((void *)mp + bpf_core_field_offset(struct mount, mnt));
 		return 0;
 	}
-	if (d == parent || !d)
-		return 1; /* the root of a pseudo filesystem (pipe:, memfd:) */
+	if (!d)
+		return 1;
 	__u32 off = w->off;
+	if (d == parent && off != w->start)
+		return 1; /* the root of a filesystem that is mounted nowhere */
+	/* A file whose dentry is its own parent and is not a mount root is a
+	 * pseudo file (memfd:, pipe:, anon_inode:): its name is all there is,
+	 * and the walk ends after it. */
 	if (off - w->start >= WALK_MAX) {
 		w->flags |= EVF_TRUNC_PATH;
 		return 1;
@@ -221,6 +226,8 @@ static long walk_step(__u64 i, void *unused)
 		return 1;
 	w->off = off + n;
 	w->d = (__u64)parent;
+	if (d == parent)
+		return 1;
 	if (i == WALK_DEPTH - 1)
 		w->flags |= EVF_TRUNC_PATH;
 	return 0;

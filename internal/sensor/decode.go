@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -77,11 +78,16 @@ type Decoder struct {
 
 	procs map[uint32]*proc
 	comms map[string]string // interned comm strings: few distinct values
+	// fds maps each process's file descriptors to the paths its traced
+	// opens returned them for, to resolve /proc/self/fd/N/... names (Bun,
+	// which Claude Code runs on, opens files that way).
+	fds map[uint32]map[int64]string
 }
 
 // NewDecoder returns a decoder converting boot-clock times with bootOffset.
 func NewDecoder(bootOffset time.Time) *Decoder {
-	return &Decoder{BootOffset: bootOffset, PageKB: 4, procs: map[uint32]*proc{}, comms: map[string]string{}}
+	return &Decoder{BootOffset: bootOffset, PageKB: 4, procs: map[uint32]*proc{}, comms: map[string]string{},
+		fds: map[uint32]map[int64]string{}}
 }
 
 // Seed tells the decoder about a process that was already running when
@@ -102,7 +108,39 @@ func (d *Decoder) ExecIDOf(pid uint32) string {
 
 // Forget drops what the decoder keeps about pid, once its exit and any
 // trailing records are through.
-func (d *Decoder) Forget(pid uint32) { delete(d.procs, pid) }
+func (d *Decoder) Forget(pid uint32) {
+	delete(d.procs, pid)
+	delete(d.fds, pid)
+}
+
+// viaFD rewrites a path through a descriptor (/proc/self/fd/N/rest,
+// /proc/PID/fd/N/rest, /dev/fd/N/rest) to the path that descriptor was
+// opened as, when a traced open returned it.
+func (d *Decoder) viaFD(pid uint32, p string) string {
+	var rest string
+	var ok bool
+	for _, prefix := range []string{"/proc/self/fd/", "/dev/fd/", "/proc/thread-self/fd/", fmt.Sprintf("/proc/%d/fd/", pid)} {
+		if rest, ok = strings.CutPrefix(p, prefix); ok {
+			break
+		}
+	}
+	if !ok {
+		return p
+	}
+	num, tail, _ := strings.Cut(rest, "/")
+	fd, err := strconv.ParseInt(num, 10, 32)
+	if err != nil {
+		return p
+	}
+	base, ok := d.fds[pid][fd]
+	if !ok {
+		return p
+	}
+	if tail == "" {
+		return base
+	}
+	return path.Join(base, tail)
+}
 
 func castHeader[T any](b []byte) (*T, error) {
 	var zero T
@@ -349,10 +387,18 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	}
 	kind := pathKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
-	p1 := Resolve(walked(parts[1]), cstring(parts[0]))
+	p1 := Resolve(walked(parts[1]), d.viaFD(r.H.Pid, cstring(parts[0])))
 	p2 := ""
 	if r.Path2Len > 0 {
-		p2 = Resolve(walked(parts[3]), cstring(parts[2]))
+		p2 = Resolve(walked(parts[3]), d.viaFD(r.H.Pid, cstring(parts[2])))
+	}
+	if kind == event.KindOpen && r.Result >= 0 {
+		m := d.fds[r.H.Pid]
+		if m == nil {
+			m = map[int64]string{}
+			d.fds[r.H.Pid] = m
+		}
+		m[r.Result] = p1
 	}
 	e.Result = event.Ptr(r.Result)
 	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr) != 0

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as the shim and as a small network client the
@@ -26,6 +28,20 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(c, "hello")
 			c.Close()
 			os.Exit(0)
+		case "__memfd":
+			// __memfd: run /bin/true from an anonymous memory file.
+			fd, err := unix.MemfdCreate("polygraph-test", 0)
+			if err == nil {
+				var b []byte
+				if b, err = os.ReadFile("/bin/true"); err == nil {
+					_, err = unix.Write(fd, b)
+				}
+			}
+			if err == nil {
+				err = unix.Exec(fmt.Sprintf("/proc/self/fd/%d", fd), []string{"memtrue"}, nil)
+			}
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		case "__listen":
 			// __listen: bind a loopback port, connect to it and accept.
 			l, err := net.Listen("tcp4", "127.0.0.1:0")

@@ -143,6 +143,7 @@ cat missing.txt 2>/dev/null
 %[1]s __connect tcp6 %[3]s
 %[1]s __resolve polygraph-test.example %[4]s
 %[1]s __listen > port.txt
+%[1]s __memfd
 printf '#!/bin/sh\ntrue\n' > tool.sh && chmod +x tool.sh && ./tool.sh
 sh -c 'sh -c "sleep 0.4; echo late > %[5]s/late.txt" &' 
 exit 3
@@ -197,6 +198,9 @@ exit 3
 		}},
 		{"a script run through its interpreter names the script", func(e *event.Event) bool {
 			return e.Kind == event.KindExec && e.Script == filepath.Join(dir, "sub", "tool.sh") && strings.HasSuffix(e.Path, "sh")
+		}},
+		{"exec from a memfd names the memfd", func(e *event.Event) bool {
+			return e.Kind == event.KindExec && strings.HasPrefix(e.Path, "/memfd:polygraph-test") && len(e.Argv) == 1 && e.Argv[0] == "memtrue"
 		}},
 		{"bind to loopback", func(e *event.Event) bool {
 			return e.Kind == event.KindBind && e.Family == "ipv4" && e.Addr == "127.0.0.1" && *e.Result == 0
