@@ -14,6 +14,7 @@ import (
 type attachOptions struct {
 	pid  int
 	json bool
+	reportFlags
 }
 
 func init() { commands = append(commands, newAttachCommand) }
@@ -32,7 +33,8 @@ What they did before attaching is not recorded.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.pid, "pid", 0, "the root of the tree to trace (required)")
-	cmd.Flags().BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON on stdout")
+	addReportFlags(cmd, &opts.reportFlags)
 	return cmd
 }
 
@@ -44,5 +46,5 @@ func runAttach(ctx context.Context, opts *attachOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return record(ctx, sensor.RecordOptions{Home: home, Mode: "attach", AttachPID: opts.pid}, opts.json, stdout, stderr)
+	return record(ctx, sensor.RecordOptions{Home: home, Mode: "attach", AttachPID: opts.pid}, opts.json, &opts.reportFlags, stdout, stderr)
 }

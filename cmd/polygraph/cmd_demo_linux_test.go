@@ -20,13 +20,17 @@ func TestDemo(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
+		// the timeline
 		"exec     /usr/bin/mkdir",
 		"/project/tests/test_app.py write,create",
 		"/home/.aws/credentials read",
 		"missing.cfg read ENOENT",
-		"rename ",
-		"/helper.log write,create", // written by a process that outlived the script
-		"events ",
+		"connect  127.0.0.1:",
+		// the report: the divergences the demo exists to show
+		"claim-tests-not-run",
+		"sensitive-read",
+		"unexpected-egress",
+		"TOOL CALLS (5)",
 		"0 lost",
 	} {
 		if !strings.Contains(s, want) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,9 +18,25 @@ import (
 )
 
 type runOptions struct {
-	json   bool
-	linger time.Duration
-	asRoot bool
+	json       bool
+	linger     time.Duration
+	asRoot     bool
+	reportFlags
+}
+
+// reportFlags are the report options run, attach share.
+type reportFlags struct {
+	transcript string
+	policy     string
+	html       string
+	failOn     string
+}
+
+func addReportFlags(cmd *cobra.Command, f *reportFlags) {
+	cmd.Flags().StringVar(&f.transcript, "transcript", report.TranscriptAuto, "the agent's transcript: auto (discover it), none, or a file")
+	cmd.Flags().StringVar(&f.policy, "policy", "", "policy file (default: the built-in policy)")
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as HTML to this file")
+	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 }
 
 func init() { commands = append(commands, newRunCommand) }
@@ -39,17 +54,24 @@ are traced for --linger more, then listed as left running.
 Under sudo, CMD runs as the invoking user (with that user's HOME), the way
 it would without polygraph; --as-root keeps root.
 
-The one-screen summary goes to stderr; with --json a JSON document goes to
-stdout instead. Exit status: CMD's own (127 when CMD is not found, 128+N
-when killed by signal N); 1 when polygraph cannot trace.`,
+At exit it prints the report (see 'polygraph report'): the summary, the
+findings, and per tool call what the agent said and what the kernel saw,
+with the agent's transcript discovered automatically (--transcript). The
+report goes to stderr, so CMD's own output stays as it was; with --json the
+report is one JSON document on stdout instead.
+
+Exit status: CMD's own (127 when CMD is not found, 128+N when killed by
+signal N); 3 when --fail-on SEV is given, CMD succeeded and a finding at or
+above SEV exists; 1 when polygraph cannot trace.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd.Context(), opts, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().BoolVar(&opts.json, "json", false, "print the summary as JSON on stdout")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON on stdout")
 	cmd.Flags().DurationVar(&opts.linger, "linger", 3*time.Second, "keep tracing processes left running this long after CMD exits")
 	cmd.Flags().BoolVar(&opts.asRoot, "as-root", false, "under sudo, run CMD as root instead of the invoking user")
+	addReportFlags(cmd, &opts.reportFlags)
 	return cmd
 }
 
@@ -65,37 +87,55 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()
 	}
-	return record(ctx, ro, opts.json, stdout, stderr)
+	return record(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }
 
-// record runs a recording and prints its summary; shared by run, attach
-// and demo.
-func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, stdout, stderr io.Writer) error {
-	sum := report.NewSummary(0)
-	ro.Observe = sum.Observe
+// record runs a recording, then prints its report; shared by run and attach.
+func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *reportFlags, stdout, stderr io.Writer) error {
+	if err := checkReportFlags("text", rf.failOn); err != nil {
+		return err
+	}
+	pol, err := loadPolicy(rf.policy) // before recording: a bad policy file should not cost a run
+	if err != nil {
+		return err
+	}
 	ro.Started = func(m session.Meta) {
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
 	}
 	res, err := sensor.Record(ctx, ro)
 	if err != nil {
-		if errors.Is(err, sensor.ErrPermission) {
-			return err
-		}
 		return err
 	}
-	sum.Finish(res.Meta, res.Leftovers, res.ExitCode)
+	status := func() error {
+		if res.ExitCode != nil && *res.ExitCode != 0 {
+			return &exitError{code: *res.ExitCode}
+		}
+		return nil
+	}
+	rep, err := report.Analyze(report.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
+	if err != nil {
+		// The session is safe on disk; say why the report is missing and
+		// keep the command's status.
+		fmt.Fprintf(stderr, "polygraph: session %s recorded, but the report failed: %v\n", res.Meta.ID, err)
+		return status()
+	}
 	if asJSON {
-		err = sum.WriteJSON(stdout)
+		err = rep.WriteJSON(stdout)
 	} else {
-		err = sum.WriteText(stderr)
+		err = rep.WriteText(stderr)
 	}
 	if err != nil {
 		return err
 	}
-	if res.ExitCode != nil && *res.ExitCode != 0 {
-		return &exitError{code: *res.ExitCode}
+	if rf.html != "" {
+		if err := writeReport(rep, "html", rf.html, stdout); err != nil {
+			return err
+		}
 	}
-	return nil
+	if err := status(); err != nil {
+		return err
+	}
+	return failOn(rep, rf.failOn)
 }
 
 // sudoCredential returns the invoking user's credentials and environment

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+type reportOptions struct {
+	transcript string
+	format     string
+	output     string
+	failOn     string
+	policy     string
+}
+
+func init() { commands = append(commands, newReportCommand) }
+
+func newReportCommand(g *globalOptions) *cobra.Command {
+	opts := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report [SESSION] [--transcript F] [--format text|json|html] [-o F] [--fail-on SEV]",
+		Short: "Line a session up with the agent's transcript and report where they disagree",
+		Long: `Attribute every event of SESSION to the tool call that caused it, run the
+rules (docs/rules.md) and print, per tool call, what the agent said and what
+the kernel saw, divergences first; then what no tool call explains.
+
+The transcript is discovered from the session (the agent's files under the
+traced HOME, matching cwd and time) unless --transcript names one (or
+"none"). With --transcript and no SESSION, the report shows the agent's own
+account and claims only, and says that no kernel evidence exists.
+
+Exit status: 0; 3 when --fail-on SEV is given and a finding at or above SEV
+(info, low, medium, high, critical) exists; 1 on error; 2 on usage error.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(cmd.Context(), opts, args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&opts.transcript, "transcript", report.TranscriptAuto, "transcript file, or auto, or none")
+	cmd.Flags().StringVar(&opts.format, "format", "text", "text, json or html")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the report to this file instead of stdout")
+	cmd.Flags().StringVar(&opts.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
+	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
+	return cmd
+}
+
+func runReport(ctx context.Context, opts *reportOptions, args []string, stdout io.Writer) error {
+	if err := checkReportFlags(opts.format, opts.failOn); err != nil {
+		return err
+	}
+	pol, err := loadPolicy(opts.policy)
+	if err != nil {
+		return err
+	}
+	ro := report.Options{Transcript: opts.transcript, Policy: pol}
+	if len(args) == 1 {
+		home, err := session.Home()
+		if err != nil {
+			return err
+		}
+		if ro.SessionPath, err = session.Resolve(home, args[0]); err != nil {
+			return err
+		}
+	} else if opts.transcript == report.TranscriptAuto || opts.transcript == report.TranscriptNone {
+		return &usageError{report.ErrNothing}
+	}
+	rep, err := report.Analyze(ro)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(rep, opts.format, opts.output, stdout); err != nil {
+		return err
+	}
+	return failOn(rep, opts.failOn)
+}
+
+func checkReportFlags(format, fail string) error {
+	switch format {
+	case "text", "json", "html":
+	default:
+		return &usageError{fmt.Errorf("unknown --format %q (text, json or html)", format)}
+	}
+	if fail != "" && detect.Severity(fail).Rank() < 0 {
+		return &usageError{fmt.Errorf("unknown --fail-on severity %q (info, low, medium, high or critical)", fail)}
+	}
+	return nil
+}
+
+func loadPolicy(path string) (*policy.Policy, error) {
+	if path == "" {
+		return policy.Default(), nil
+	}
+	return policy.Load(path)
+}
+
+// writeReport renders rep in format to the file out, or to stdout.
+func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {
+	w := stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		w = f
+	}
+	switch format {
+	case "json":
+		return rep.WriteJSON(w)
+	case "html":
+		return rep.WriteHTML(w)
+	}
+	return rep.WriteText(w)
+}
+
+// failOn maps --fail-on to exit status 3.
+func failOn(rep *report.Report, sev string) error {
+	if sev == "" {
+		return nil
+	}
+	if max := rep.MaxSeverity(); max != "" && max.Rank() >= detect.Severity(sev).Rank() {
+		return &exitError{code: exitFindings, err: fmt.Errorf("findings at or above %s (highest: %s)", sev, max)}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+// recordedSession writes a small session by hand: a tree whose process
+// reads an SSH key, with no transcript to explain it.
+func recordedSession(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("POLYGRAPH_HOME", home)
+	w, err := session.Create(home, session.Meta{Mode: "run", Command: []string{"sh", "-c", "cat ~/.ssh/id_ed25519"}, Home: "/home/dev", Cwd: "/home/dev/proj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	w.Add(&event.Event{TS: now, Kind: event.KindExec, PID: 10, ExecID: "10-1", Comm: "cat", Path: "/usr/bin/cat", Argv: []string{"cat", "/home/dev/.ssh/id_ed25519"}, Cwd: "/home/dev/proj"})
+	w.Add(&event.Event{TS: now.Add(time.Millisecond), Kind: event.KindOpen, PID: 10, ExecID: "10-1", Comm: "cat", Path: "/home/dev/.ssh/id_ed25519", Access: "read", Result: event.Ptr(int64(3))})
+	w.Add(&event.Event{TS: now.Add(2 * time.Millisecond), Kind: event.KindExit, PID: 10, ExecID: "10-1", Comm: "cat", ExitCode: event.Ptr(0)})
+	if err := w.Close(event.Ptr(0)); err != nil {
+		t.Fatal(err)
+	}
+	return w.Meta().Path
+}
+
+func TestReportFailOn(t *testing.T) {
+	path := recordedSession(t)
+	var out bytes.Buffer
+	err := runReport(context.Background(), &reportOptions{transcript: "none", format: "text", failOn: "high"}, []string{"last"}, &out)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitFindings {
+		t.Fatalf("--fail-on high: err %v, want exit 3\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "sensitive-read") {
+		t.Errorf("report lacks the sensitive read:\n%s", out.String())
+	}
+	// Below the threshold: exit 0. The JSON document goes to -o.
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	out.Reset()
+	if err := runReport(context.Background(), &reportOptions{transcript: "none", format: "json", output: jsonPath, failOn: "critical"}, []string{path}, &out); err != nil {
+		t.Fatalf("--fail-on critical: %v", err)
+	}
+}
+
+func TestReportUsage(t *testing.T) {
+	for _, o := range []*reportOptions{
+		{transcript: "auto", format: "text"},             // neither session nor transcript
+		{transcript: "none", format: "pdf"},              // bad format
+		{transcript: "none", format: "text", failOn: "x"}, // bad severity
+	} {
+		var ue *usageError
+		err := runReport(context.Background(), o, nil, &bytes.Buffer{})
+		if !errors.As(err, &ue) {
+			t.Errorf("%+v: %v, want a usage error", o, err)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package detect
+
+import (
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// The tests build small synthetic sessions with a builder: processes that
+// exec, open, connect and exit, each event attributed as the process says,
+// and a transcript of tool calls and claims.
+
+const home = "/home/dev"
+const proj = home + "/proj"
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+type builder struct {
+	now    time.Time
+	seq    uint64
+	events []*event.Event
+	attr   []correlate.Attribution
+	tr     *transcript.Transcript
+	calls  map[string]*correlate.CallActivity
+	agents []string
+	pol    *policy.Policy
+	noAttr bool
+	root   int
+}
+
+func newBuilder() *builder {
+	return &builder{now: t0, tr: &transcript.Transcript{Agent: "claude-code"}, calls: map[string]*correlate.CallActivity{}}
+}
+
+// proc is a process image in a test session; its events are attributed to
+// call (with reason) as set.
+type tproc struct {
+	b      *builder
+	pid    uint32
+	img    string
+	parent string
+	comm   string
+	call   string
+	reason correlate.Reason
+	late   bool
+}
+
+func (b *builder) wait(d time.Duration) { b.now = b.now.Add(d) }
+
+func (b *builder) emit(p *tproc, e *event.Event) *event.Event {
+	b.seq++
+	b.now = b.now.Add(10 * time.Millisecond)
+	e.Seq, e.TS, e.PID, e.TID, e.Comm, e.ExecID = b.seq, b.now, p.pid, p.pid, p.comm, p.img
+	if e.ParentExecID == "" {
+		e.ParentExecID = p.parent
+	}
+	b.events = append(b.events, e)
+	b.attr = append(b.attr, correlate.Attribution{Seq: e.Seq, ToolCallID: p.call, Reason: p.reason, AfterReturn: p.late})
+	if p.call != "" {
+		ca := b.calls[p.call]
+		if ca == nil {
+			ca = &correlate.CallActivity{Call: b.call(p.call)}
+			b.calls[p.call] = ca
+		}
+		ca.Events = append(ca.Events, e.Seq)
+		if e.Kind == event.KindExec {
+			ca.Execs = append(ca.Execs, e)
+		}
+	}
+	return e
+}
+
+// agent starts the agent process (its events are bookkeeping).
+func (b *builder) agent(pid uint32, bin string) *tproc {
+	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonAgentBookkeeping}
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Argv: []string{path.Base(bin)}, Cwd: proj})
+	b.agents = append(b.agents, p.img)
+	b.root = int(pid)
+	return p
+}
+
+// stranger is a process outside any call (unattributed).
+func (b *builder) stranger(pid uint32, bin string, argv ...string) *tproc {
+	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonUnattributed}
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Argv: argv, Cwd: proj})
+	return p
+}
+
+// call adds (or returns) a tool call of the transcript.
+func (b *builder) call(id string) *transcript.ToolCall {
+	for _, c := range b.tr.ToolCalls {
+		if c.ID == id {
+			return c
+		}
+	}
+	c := &transcript.ToolCall{ID: id, Kind: transcript.KindShell, StartedAt: b.now}
+	b.tr.ToolCalls = append(b.tr.ToolCalls, c)
+	return c
+}
+
+func (b *builder) shell(id, command string) *transcript.ToolCall {
+	c := b.call(id)
+	c.Kind, c.Tool, c.Command, c.Cwd = transcript.KindShell, "Bash", command, proj
+	return c
+}
+
+func (b *builder) tool(id string, kind transcript.Kind, paths ...string) *transcript.ToolCall {
+	c := b.call(id)
+	c.Kind, c.Tool, c.Paths = kind, string(kind), paths
+	return c
+}
+
+func (b *builder) claim(kind transcript.ClaimKind, text, subject string, calls ...string) {
+	if calls == nil {
+		calls = []string{}
+	}
+	b.tr.Claims = append(b.tr.Claims, &transcript.Claim{Kind: kind, Text: text, Subject: subject, At: b.now, ToolCallIDs: calls})
+}
+
+// inCall returns the agent process acting for an in-process tool call.
+func (p *tproc) inCall(id string) *tproc {
+	q := *p
+	q.call, q.reason = id, correlate.ReasonInProcess
+	return &q
+}
+
+// spawn forks and execs a child. A child of the agent belongs to call
+// (lineage) when call is set; other children inherit their parent's.
+func (p *tproc) spawn(pid uint32, call string, bin string, argv ...string) *tproc {
+	b := p.b
+	forkImg := event.ExecID(pid, uint64(b.seq+1))
+	c := &tproc{b: b, pid: pid, img: forkImg, parent: p.img, comm: p.comm, call: p.call, reason: p.reason, late: p.late}
+	if call != "" {
+		c.call, c.reason = call, correlate.ReasonLineage
+	}
+	b.emit(p, &event.Event{Kind: event.KindFork, ChildPID: pid, ChildExecID: forkImg})
+	img := event.ExecID(pid, uint64(b.seq+1))
+	if len(argv) == 0 {
+		argv = []string{path.Base(bin)}
+	}
+	c.parent, c.img = forkImg, img
+	b.emit(c, &event.Event{Kind: event.KindExec, Path: bin, Argv: argv, Cwd: proj})
+	c.comm = path.Base(bin)
+	return c
+}
+
+func (p *tproc) open(file, access string) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(int64(3))})
+}
+
+func (p *tproc) openFail(file, access string, errno int64) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(-errno)})
+}
+
+func (p *tproc) rename(from, to string) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindRename, Path: from, Path2: to, Result: event.Ptr(int64(0))})
+}
+
+func (p *tproc) unlink(file string) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindUnlink, Path: file, Result: event.Ptr(int64(0))})
+}
+
+func (p *tproc) dns(name string) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindDNS, QName: name, QType: "A", Addr: "127.0.0.53", Port: 53})
+}
+
+func (p *tproc) connect(addr string, port uint16) *event.Event {
+	fam := "ipv4"
+	if len(addr) > 0 && addr[0] == ':' || len(addr) > 4 && addr[4] == ':' {
+		fam = "ipv6"
+	}
+	return p.b.emit(p, &event.Event{Kind: event.KindConnect, Family: fam, Proto: "tcp", Addr: addr, Port: port, Result: event.Ptr(int64(-115))})
+}
+
+func (p *tproc) sent(addr string, port uint16, n uint64) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindNet, Family: "ipv4", Addr: addr, Port: port, BytesSent: n})
+}
+
+func (p *tproc) bind(port uint16) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindBind, Family: "ipv4", Addr: "127.0.0.1", Port: port, Result: event.Ptr(int64(0))})
+}
+
+func (p *tproc) accept(peer string, port uint16) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindAccept, Family: "ipv4", Addr: peer, Port: port, Result: event.Ptr(int64(5))})
+}
+
+func (p *tproc) exit(code int) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindExit, ExitCode: event.Ptr(code)})
+}
+
+func (p *tproc) killed(sig int) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindExit, Signal: sig})
+}
+
+// after marks the process's further events as happening after its call
+// returned.
+func (p *tproc) after() *tproc { p.late = true; return p }
+
+// input assembles the detector's input.
+func (b *builder) input() Input {
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root}, Policy: b.pol}
+	if b.noAttr {
+		return in
+	}
+	r := &correlate.Result{AgentExecIDs: b.agents, Attributions: b.attr, ByCall: map[string]*correlate.CallActivity{},
+		Counts: map[correlate.Reason]int{}}
+	for i, at := range b.attr {
+		r.Counts[at.Reason]++
+		if at.Reason == correlate.ReasonUnattributed {
+			r.Unattributed = append(r.Unattributed, b.events[i])
+		}
+	}
+	for _, c := range b.tr.ToolCalls {
+		ca := b.calls[c.ID]
+		if ca == nil {
+			ca = &correlate.CallActivity{Call: c}
+		}
+		r.Calls = append(r.Calls, ca)
+		r.ByCall[c.ID] = ca
+	}
+	in.Transcript, in.Attribution = b.tr, r
+	return in
+}
+
+func summary(fs []Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = fmt.Sprintf("%s %s", f.Severity, f.Rule)
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+// Package detect turns an attributed session into findings: where the
+// agent's account and the kernel's disagree, and where the runtime broke
+// policy. Every rule is documented in docs/rules.md.
+package detect
+
+// Severity orders findings. The values are DESIGN.md's.
+type Severity string
+
+// The severities, lowest first.
+const (
+	SeverityInfo     Severity = "info"
+	SeverityLow      Severity = "low"
+	SeverityMedium   Severity = "medium"
+	SeverityHigh     Severity = "high"
+	SeverityCritical Severity = "critical"
+)
+
+// Rank orders severities: info 0 … critical 4; -1 for an unknown name.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityInfo:
+		return 0
+	case SeverityLow:
+		return 1
+	case SeverityMedium:
+		return 2
+	case SeverityHigh:
+		return 3
+	case SeverityCritical:
+		return 4
+	}
+	return -1
+}
+
+// Frameworks are the external ids a finding maps to.
+type Frameworks struct {
+	ATTACK   []string `json:"attack,omitempty"`
+	ATLAS    []string `json:"atlas,omitempty"`
+	OWASPLLM []string `json:"owasp_llm,omitempty"`
+	SAIF     []string `json:"saif,omitempty"`
+}
+
+// Finding is one thing worth a person's attention, with its evidence.
+type Finding struct {
+	ID         string     `json:"id"` // stable within a report: rule plus a counter
+	Rule       string     `json:"rule"`
+	Severity   Severity   `json:"severity"`
+	Title      string     `json:"title"`
+	Detail     string     `json:"detail"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Claim      string     `json:"claim,omitempty"` // the claim's text, for claim-* rules
+	Evidence   []uint64   `json:"evidence"`        // event seqs
+	Frameworks Frameworks `json:"frameworks"`
+}

@@ -1,0 +1,236 @@
+package policy
+
+import "time"
+
+// The built-in lists. A policy file extends them unless it says
+// `defaults: false`. docs/policy.md describes each.
+
+// DefaultModelAPIs are the model vendors' API, sign-in and telemetry hosts
+// the agents polygraph knows talk to.
+var DefaultModelAPIs = []string{
+	// Anthropic (Claude Code)
+	"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "statsig.anthropic.com:443",
+	// OpenAI (Codex CLI)
+	"api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443", "ab.chatgpt.com:443",
+	// Google (Gemini CLI)
+	"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
+	"aiplatform.googleapis.com:443", "*-aiplatform.googleapis.com:443", "play.googleapis.com:443",
+	// Amazon Bedrock
+	"bedrock-runtime.*.amazonaws.com:443",
+}
+
+// DefaultRegistries are the package registries and mirrors package managers
+// are expected to reach.
+var DefaultRegistries = []string{
+	"registry.npmjs.org", "registry.yarnpkg.com", "nodejs.org",
+	"pypi.org", "files.pythonhosted.org",
+	"proxy.golang.org", "sum.golang.org",
+	"crates.io", "static.crates.io", "index.crates.io",
+	"rubygems.org", "index.rubygems.org",
+	"repo.maven.apache.org", "repo1.maven.org", "plugins.gradle.org", "services.gradle.org",
+	"api.nuget.org", "repo.hex.pm", "hex.pm", "repo.packagist.org", "packagist.org",
+	"conda.anaconda.org", "repo.anaconda.com",
+	"deb.debian.org", "security.debian.org", "archive.ubuntu.com", "security.ubuntu.com",
+	"dl-cdn.alpinelinux.org",
+	"registry-1.docker.io", "auth.docker.io", "production.cloudflare.docker.com",
+}
+
+// DefaultPublishHosts receive uploads only: they count toward mass-publish
+// but are not where installs go, so they are not in the egress allowlist.
+var DefaultPublishHosts = []string{"upload.pypi.org", "test.pypi.org"}
+
+var (
+	sshClients    = []string{"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "git", "rsync"}
+	npmClients    = []string{"npm", "npx", "pnpm", "pnpx", "yarn", "bun"}
+	chromeClients = []string{"chrome", "google-chrome*", "chromium*", "brave*", "msedge", "microsoft-edge*"}
+)
+
+// DefaultSensitivePaths are credential stores. Own clients (npm reading
+// ~/.npmrc) are reported at info.
+var DefaultSensitivePaths = []PathRule{
+	{Path: "!~/.ssh/known_hosts*"},
+	{Path: "!~/.ssh/*.pub"},
+	{Path: "!~/.ssh/authorized_keys*"},
+	{Path: "~/.ssh/config", Clients: sshClients, Severity: "low"},
+	{Path: "~/.ssh/**", Clients: sshClients},
+	{Path: "~/.aws/credentials", Clients: []string{"aws", "aws_completer", "terraform", "pulumi"}},
+	{Path: "~/.aws/config", Clients: []string{"aws", "aws_completer", "terraform", "pulumi"}, Severity: "medium"},
+	{Path: "~/.aws/sso/cache/**", Clients: []string{"aws"}},
+	{Path: "~/.docker/config.json", Clients: []string{"docker", "docker-credential-*", "podman", "buildah", "skopeo"}},
+	{Path: "~/.netrc", Clients: []string{"curl", "git", "git-remote-http*", "wget", "ftp", "pip", "uv"}},
+	{Path: "~/.git-credentials", Clients: []string{"git", "git-credential-store", "git-remote-http*"}},
+	{Path: "~/.config/git/credentials", Clients: []string{"git", "git-credential-store", "git-remote-http*"}},
+	{Path: "~/.kube/config", Clients: []string{"kubectl", "helm", "k9s", "kubectx", "kubens", "minikube", "kind"}},
+	{Path: "~/.config/gcloud/**", Clients: []string{"gcloud", "gsutil", "bq", "docker-credential-gcloud"}},
+	{Path: "~/.azure/**", Clients: []string{"az"}},
+	{Path: "~/.npmrc", Clients: npmClients},
+	{Path: "~/.config/npm/npmrc", Clients: npmClients},
+	{Path: "~/.yarnrc.yml", Clients: npmClients, Severity: "medium"},
+	{Path: "~/.pypirc", Clients: []string{"twine", "poetry", "flit", "hatch", "uv", "pip"}},
+	{Path: "~/.gem/credentials", Clients: []string{"gem"}},
+	{Path: "~/.local/share/gem/credentials", Clients: []string{"gem"}},
+	{Path: "~/.cargo/credentials", Clients: []string{"cargo"}},
+	{Path: "~/.cargo/credentials.toml", Clients: []string{"cargo"}},
+	{Path: "~/.config/gh/hosts.yml", Clients: []string{"gh", "git-credential-gh"}},
+	{Path: "~/.terraform.d/credentials.tfrc.json", Clients: []string{"terraform", "tofu"}},
+	{Path: "~/.vault-token", Clients: []string{"vault"}},
+	{Path: "~/.gnupg/private-keys-v1.d/**", Clients: []string{"gpg", "gpg2", "gpg-agent", "gpgsm"}},
+	{Path: "~/.gnupg/secring.gpg", Clients: []string{"gpg", "gpg2", "gpg-agent"}},
+	{Path: "~/.password-store/**", Clients: []string{"pass", "gpg", "gpg2"}},
+	{Path: "~/.local/share/keyrings/**", Clients: []string{"gnome-keyring-daemon", "secret-tool"}},
+	{Path: "~/.mozilla/firefox/**/cookies.sqlite", Clients: []string{"firefox*"}},
+	{Path: "~/.mozilla/firefox/**/logins.json", Clients: []string{"firefox*"}},
+	{Path: "~/.mozilla/firefox/**/key4.db", Clients: []string{"firefox*"}},
+	{Path: "~/.config/google-chrome/**/Cookies", Clients: chromeClients},
+	{Path: "~/.config/google-chrome/**/Login Data", Clients: chromeClients},
+	{Path: "~/.config/google-chrome/Local State", Clients: chromeClients},
+	{Path: "~/.config/chromium/**/Cookies", Clients: chromeClients},
+	{Path: "~/.config/chromium/**/Login Data", Clients: chromeClients},
+	{Path: "~/.config/chromium/Local State", Clients: chromeClients},
+	{Path: "~/.config/BraveSoftware/**/Cookies", Clients: chromeClients},
+	{Path: "~/.config/BraveSoftware/**/Login Data", Clients: chromeClients},
+	{Path: "~/.config/microsoft-edge/**/Cookies", Clients: chromeClients},
+	{Path: "~/.config/microsoft-edge/**/Login Data", Clients: chromeClients},
+	{Path: "/etc/shadow", Clients: []string{"login", "su", "sudo", "passwd", "unix_chkpwd"}},
+	{Path: "/etc/gshadow", Clients: []string{"login", "su", "sudo", "gpasswd"}},
+	{Path: "!**/.env.example"},
+	{Path: "!**/.env.sample"},
+	{Path: "!**/.env.template"},
+	{Path: "!**/.env.dist"},
+	{Path: "!**/.env.defaults"},
+	{Path: ".env", Severity: "medium"},
+	{Path: ".env.*", Severity: "medium"},
+	{Path: ".npmrc", Clients: npmClients, Severity: "medium"},
+}
+
+// DefaultAgentConfigPaths are the agents' own credentials and settings.
+// The agent itself reading them is bookkeeping; anything else is a finding.
+var DefaultAgentConfigPaths = []PathRule{
+	{Path: "!~/.claude/shell-snapshots/**"},
+	{Path: "!~/.codex/shell_snapshots/**"},
+	{Path: "~/.claude/.credentials.json", Clients: []string{"claude"}},
+	{Path: "~/.claude.json", Clients: []string{"claude"}},
+	{Path: "~/.claude.json.backup*", Clients: []string{"claude"}},
+	{Path: "~/.claude/**", Clients: []string{"claude"}, Severity: "medium"},
+	{Path: "~/.codex/auth.json", Clients: []string{"codex"}},
+	{Path: "~/.codex/**", Clients: []string{"codex"}, Severity: "medium"},
+	{Path: "~/.gemini/oauth_creds.json", Clients: []string{"gemini"}},
+	{Path: "~/.gemini/google_accounts.json", Clients: []string{"gemini"}},
+	{Path: "~/.gemini/.env", Clients: []string{"gemini"}},
+	{Path: "~/.gemini/**", Clients: []string{"gemini"}, Severity: "medium"},
+	{Path: "~/.config/github-copilot/**", Clients: []string{"copilot", "code", "node"}},
+	{Path: "~/.local/share/opencode/auth.json", Clients: []string{"opencode"}},
+	{Path: "~/.config/opencode/**", Clients: []string{"opencode"}, Severity: "medium"},
+	{Path: "~/.cursor/**", Clients: []string{"cursor*"}, Severity: "medium"},
+}
+
+// DefaultTamperPaths are the agents' safety settings: permissions,
+// sandbox, hooks, approval policy. Global (per-user) files rank above
+// project files.
+var DefaultTamperPaths = []PathRule{
+	{Path: "~/.claude/settings.json", Clients: []string{"claude"}, Severity: "high"},
+	{Path: "~/.claude/settings.local.json", Clients: []string{"claude"}, Severity: "high"},
+	{Path: "~/.claude.json", Clients: []string{"claude"}, Severity: "high"},
+	{Path: "/etc/claude-code/managed-settings.json", Severity: "high"},
+	{Path: ".claude/settings.json", Clients: []string{"claude"}, Severity: "medium"},
+	{Path: ".claude/settings.local.json", Clients: []string{"claude"}, Severity: "medium"},
+	{Path: "~/.codex/config.toml", Clients: []string{"codex"}, Severity: "high"},
+	{Path: "/etc/codex/**", Severity: "high"},
+	{Path: ".codex/config.toml", Clients: []string{"codex"}, Severity: "medium"},
+	{Path: "~/.gemini/settings.json", Clients: []string{"gemini"}, Severity: "high"},
+	{Path: "~/.gemini/.env", Clients: []string{"gemini"}, Severity: "high"},
+	{Path: "/etc/gemini-cli/**", Severity: "high"},
+	{Path: ".gemini/settings.json", Clients: []string{"gemini"}, Severity: "medium"},
+	{Path: ".gemini/.env", Clients: []string{"gemini"}, Severity: "medium"},
+}
+
+// DefaultNoisePaths are written in the course of ordinary work: temporary
+// files, caches, dependency trees, lock files, VCS internals, the user's
+// dot-directories. Writes there are not "unmentioned writes" nor
+// noteworthy in unattributed activity.
+var DefaultNoisePaths = []string{
+	"/tmp/**", "/var/tmp/**", "/dev/**", "/proc/**", "/sys/**", "/run/**", "/var/cache/**",
+	"~/.*", "~/.*/**",
+	"**/node_modules/**", "**/__pycache__/**", "*.pyc", "**/.pytest_cache/**", "**/.mypy_cache/**",
+	"**/.ruff_cache/**", "**/.tox/**", "**/.nox/**", "**/.venv/**", "**/venv/**", "**/.git/**",
+	"**/.gradle/**", "**/.next/**", "**/.nyc_output/**", "**/coverage/**", ".coverage", "**/target/**",
+	"*.swp", "*.swx", "*~", ".DS_Store",
+	"go.sum", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "bun.lock",
+	"Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "Gemfile.lock", "composer.lock", "mix.lock",
+}
+
+// DefaultTestRunners are the commands that run test suites.
+var DefaultTestRunners = []string{
+	"go test", "gotestsum", "ginkgo",
+	"pytest", "py.test", "python -m pytest", "python -m unittest", "python manage.py test", "nose2", "tox", "nox",
+	"npm test", "npm t", "npm run test*", "npm run spec*", "yarn test", "yarn run test*", "pnpm test", "pnpm run test*",
+	"bun test", "bun run test*", "deno test", "node --test",
+	"jest", "vitest", "mocha", "ava", "tap", "karma", "playwright test", "cypress run",
+	"cargo test", "cargo nextest",
+	"make test", "make tests", "make check", "make *test*", "ctest", "meson test", "ninja test",
+	"mvn test", "mvn verify", "mvnw test", "mvnw verify", "gradle test", "gradle check", "gradlew test", "gradlew check",
+	"rspec", "bundle exec rspec", "bundle exec rake test", "rake test", "rails test", "ruby -Itest",
+	"phpunit", "pest", "dotnet test", "mix test", "swift test", "zig test", "zig build test", "bats", "prove",
+	"stack test", "cabal test", "dune test", "sbt test", "lein test", "flutter test", "dart test",
+}
+
+// DefaultTestFiles are paths a test run reads.
+var DefaultTestFiles = []string{
+	"*_test.go", "test_*.py", "*_test.py", "conftest.py", "*.test.*", "*.spec.*", "*_spec.rb", "*_test.rb",
+	"*Test.java", "*Tests.java", "*Test.kt", "*Tests.cs", "*Test.php", "*_test.exs", "*_test.dart",
+	"**/tests/**", "**/test/**", "**/spec/**", "**/__tests__/**", "**/testdata/**",
+}
+
+// DefaultPackageManagers are the commands that install packages.
+var DefaultPackageManagers = []string{
+	"pip install", "pip download", "python -m pip install", "uv pip install", "uv add", "uv sync", "uv tool install",
+	"poetry add", "poetry install", "pipx install", "conda install", "mamba install", "pdm add", "pdm install",
+	"npm install", "npm i", "npm add", "npm ci", "npm update", "yarn add", "yarn install", "pnpm add",
+	"pnpm install", "pnpm i", "bun add", "bun install", "bun i",
+	"go get", "go install", "go mod download", "go mod tidy",
+	"cargo add", "cargo install", "cargo fetch",
+	"gem install", "bundle install", "bundle add",
+	"apt install", "apt-get install", "aptitude install", "dpkg -i", "brew install", "apk add", "dnf install", "yum install",
+	"composer require", "composer install", "dotnet add", "mix deps.get", "nuget install",
+}
+
+// DefaultPublishCommands publish packages or images.
+var DefaultPublishCommands = []string{
+	"npm publish", "yarn publish", "yarn npm publish", "pnpm publish", "bun publish",
+	"gem push", "twine upload", "python -m twine upload", "cargo publish",
+	"docker push", "podman push", "buildah push", "poetry publish", "uv publish", "flit publish", "hatch publish",
+	"mvn deploy", "gradle publish*", "gradlew publish*", "dotnet nuget push", "nuget push", "helm push",
+	"vsce publish", "ovsx publish",
+}
+
+// DefaultBuildTools write files that are then expected to be executed:
+// compilers, linkers and package managers. write-then-exec does not report
+// their output.
+var DefaultBuildTools = []string{
+	"go", "compile", "link", "asm", "cgo", "cc", "c++", "gcc", "g++", "gcc-*", "g++-*", "clang", "clang++", "clang-*",
+	"cc1", "cc1plus", "as", "ld", "ld.*", "lld", "collect2", "rustc", "cargo", "javac", "zig", "tsc", "esbuild",
+	"swiftc", "swift-frontend", "dotnet", "csc", "ghc", "ocamlopt", "nim",
+	"npm", "npx", "pnpm", "yarn", "bun", "pip", "uv", "poetry", "pipx", "gem", "bundle", "apt", "apt-get", "dpkg",
+	"brew", "apk", "dnf", "yum", "conda", "mamba",
+}
+
+// DefaultArtifacts are package artifacts; many built in one session feed
+// mass-publish.
+var DefaultArtifacts = []string{
+	"!~/.*/**", "!**/node_modules/**", "!**/site-packages/**", "!**/.venv/**",
+	"*.gem", "*.tgz", "*.whl", "*.tar.gz", "*.crate", "*.nupkg", "*.vsix",
+}
+
+// DefaultAgentPrograms are the agents' program names. Without a
+// transcript, the traced command's own process and the processes of these
+// programs it starts stand in for the agent.
+var DefaultAgentPrograms = []string{"claude", "codex", "gemini", "opencode", "aider", "cursor-agent", "copilot", "goose", "amp"}
+
+// DefaultThresholds are the built-in thresholds.
+var DefaultThresholds = Thresholds{
+	PublishCount:      3,
+	Artifacts:         5,
+	RegistryBytesSent: 8 << 20,
+	TestMinDuration:   200 * time.Millisecond,
+	DNSWindow:         10 * time.Second,
+}

@@ -1,0 +1,496 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Path patterns
+//
+// A path pattern is a glob over absolute paths: `*` matches within one
+// component, `**` any number of components, `?` one character. `~/` stands
+// for any home directory: the session's recorded home, /root and every
+// /home/NAME. A pattern that starts with neither `/` nor `~/` matches at
+// any depth (`.env` is `**/.env`). A leading `!` excludes what it matches
+// from the whole list, wherever it stands.
+
+// pathPattern is one compiled glob.
+type pathPattern struct {
+	src string
+	re  *regexp.Regexp
+}
+
+func compileGlob(p string) (*pathPattern, error) {
+	src := p
+	if p == "" {
+		return nil, fmt.Errorf("empty path pattern")
+	}
+	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") && !strings.HasPrefix(p, "**/") {
+		p = "**/" + p
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(p); {
+		switch {
+		case strings.HasPrefix(p[i:], "**/"):
+			b.WriteString(`(?:[^/]*/)*`)
+			i += 3
+		case strings.HasPrefix(p[i:], "/**") && i+3 == len(p):
+			b.WriteString(`/.+`) // what is inside, not the directory itself
+			i += 3
+		case strings.HasPrefix(p[i:], "**"):
+			b.WriteString(`.*`)
+			i += 2
+		case p[i] == '*':
+			b.WriteString(`[^/]*`)
+			i++
+		case p[i] == '?':
+			b.WriteString(`[^/]`)
+			i++
+		default:
+			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
+			i++
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("path pattern %q: %w", src, err)
+	}
+	return &pathPattern{src: src, re: re}, nil
+}
+
+// homeForm rewrites a path under a home directory (home, /root, or
+// /home/NAME) to the "~/" form the patterns use. ok is false for a path
+// under no home.
+func homeForm(p, home string) (string, bool) {
+	home = strings.TrimRight(home, "/")
+	switch {
+	case home != "" && strings.HasPrefix(p, home+"/"):
+		return "~/" + p[len(home)+1:], true
+	case strings.HasPrefix(p, "/root/"):
+		return "~/" + p[len("/root/"):], true
+	case strings.HasPrefix(p, "/home/"):
+		rest := p[len("/home/"):]
+		if i := strings.IndexByte(rest, '/'); i > 0 {
+			return "~/" + rest[i+1:], true
+		}
+	}
+	return p, false
+}
+
+// PathRule is one entry of a path list in the policy: a pattern, the
+// programs whose access to it is expected (its own clients: npm for
+// ~/.npmrc, ssh for ~/.ssh/id_*), and a severity for a match, which
+// overrides the rule's default.
+//
+// In the policy file an entry is either the pattern alone or a mapping
+// with these keys.
+type PathRule struct {
+	Path     string   `yaml:"path" json:"path"`
+	Clients  []string `yaml:"clients,omitempty" json:"clients,omitempty"`
+	Severity string   `yaml:"severity,omitempty" json:"severity,omitempty"`
+}
+
+// UnmarshalYAML accepts a bare pattern or a mapping.
+func (r *PathRule) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		*r = PathRule{Path: s}
+		return nil
+	}
+	type plain PathRule
+	var p plain
+	if err := unmarshal(&p); err != nil {
+		return err
+	}
+	*r = PathRule(p)
+	return nil
+}
+
+// PathSet is a compiled list of PathRules. The first matching entry wins;
+// an entry whose pattern starts with "!" excludes its matches from the
+// whole set.
+type PathSet struct {
+	rules    []PathRule
+	include  []*pathPattern
+	idx      []int // include[i] belongs to rules[idx[i]]
+	excludes []*pathPattern
+}
+
+func compilePathSet(rules []PathRule) (*PathSet, error) {
+	s := &PathSet{rules: rules}
+	for i, r := range rules {
+		if r.Severity != "" && !ValidSeverity(r.Severity) {
+			return nil, fmt.Errorf("path %q: %w %q", r.Path, ErrBadSeverity, r.Severity)
+		}
+		if neg, ok := strings.CutPrefix(r.Path, "!"); ok {
+			p, err := compileGlob(neg)
+			if err != nil {
+				return nil, err
+			}
+			s.excludes = append(s.excludes, p)
+			continue
+		}
+		p, err := compileGlob(r.Path)
+		if err != nil {
+			return nil, err
+		}
+		s.include = append(s.include, p)
+		s.idx = append(s.idx, i)
+	}
+	return s, nil
+}
+
+// Match returns the entry matching the absolute path p, home being the
+// session's home directory ("" when unknown).
+func (s *PathSet) Match(p, home string) (PathRule, bool) {
+	if s == nil || p == "" {
+		return PathRule{}, false
+	}
+	forms := []string{p}
+	if h, ok := homeForm(p, home); ok {
+		forms = append(forms, h)
+	}
+	for _, x := range s.excludes {
+		for _, f := range forms {
+			if x.re.MatchString(f) {
+				return PathRule{}, false
+			}
+		}
+	}
+	for i, in := range s.include {
+		for _, f := range forms {
+			if in.re.MatchString(f) {
+				return s.rules[s.idx[i]], true
+			}
+		}
+	}
+	return PathRule{}, false
+}
+
+// Has reports whether p matches.
+func (s *PathSet) Has(p, home string) bool {
+	_, ok := s.Match(p, home)
+	return ok
+}
+
+// IsClient reports whether any of names (a process's program names) is
+// one of the rule's expected clients.
+func (r PathRule) IsClient(names []string) bool {
+	for _, c := range r.Clients {
+		for _, n := range names {
+			if ok, _ := path.Match(c, n); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Egress destinations
+//
+// An egress entry names a destination: a host name (`api.anthropic.com`,
+// `*.googleapis.com` for any subdomain, `*` within one label), an IP
+// address or CIDR prefix, each optionally with `:PORT` (IPv6 in brackets:
+// `[::1]:8080`, `[fd00::/8]:443`). Without a port, every port matches.
+
+type hostRule struct {
+	src    string
+	name   *regexp.Regexp // nil for an address rule
+	prefix netip.Prefix
+	port   uint16 // 0: any
+}
+
+func parseHostRule(s string) (hostRule, error) {
+	r := hostRule{src: s}
+	host, port := strings.TrimSpace(s), ""
+	switch {
+	case host == "":
+		return r, fmt.Errorf("empty egress entry")
+	case strings.HasPrefix(host, "["):
+		end := strings.IndexByte(host, ']')
+		if end < 0 {
+			return r, fmt.Errorf("egress entry %q: missing ]", s)
+		}
+		rest := host[end+1:]
+		host = host[1:end]
+		if rest != "" {
+			p, ok := strings.CutPrefix(rest, ":")
+			if !ok {
+				return r, fmt.Errorf("egress entry %q: expected :PORT after ]", s)
+			}
+			port = p
+		}
+	case strings.Count(host, ":") == 1:
+		host, port, _ = strings.Cut(host, ":")
+	}
+	if port != "" && port != "*" {
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return r, fmt.Errorf("egress entry %q: bad port %q", s, port)
+		}
+		r.port = uint16(n)
+	}
+	if p, err := netip.ParsePrefix(host); err == nil {
+		r.prefix = p.Masked()
+		return r, nil
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap()
+		r.prefix = netip.PrefixFrom(a, a.BitLen())
+		return r, nil
+	}
+	re, err := hostGlob(host)
+	if err != nil {
+		return r, fmt.Errorf("egress entry %q: %w", s, err)
+	}
+	r.name = re
+	return r, nil
+}
+
+var reHostChars = regexp.MustCompile(`^[a-zA-Z0-9*_.-]+$`)
+
+// hostGlob compiles a host name pattern: "*." at the start matches one or
+// more labels, any other "*" matches within a label.
+func hostGlob(h string) (*regexp.Regexp, error) {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if !reHostChars.MatchString(h) {
+		return nil, fmt.Errorf("not a host name, address or CIDR")
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	if rest, ok := strings.CutPrefix(h, "*."); ok {
+		b.WriteString(`(?:[^.]+\.)+`)
+		h = rest
+	}
+	for _, c := range h {
+		if c == '*' {
+			b.WriteString(`[^.]*`)
+		} else {
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+func (r hostRule) match(host string, addr netip.Addr, port uint16) bool {
+	if r.port != 0 && r.port != port {
+		return false
+	}
+	if r.name != nil {
+		return host != "" && r.name.MatchString(host)
+	}
+	return addr.IsValid() && r.prefix.Contains(addr)
+}
+
+func compileHostRules(list []string) ([]hostRule, error) {
+	out := make([]hostRule, 0, len(list))
+	for _, s := range list {
+		r, err := parseHostRule(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func matchHosts(rules []hostRule, host, addr string, port uint16) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	a, err := netip.ParseAddr(addr)
+	if err == nil {
+		a = a.Unmap()
+	}
+	for _, r := range rules {
+		if r.match(host, a, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// Commands
+//
+// A command pattern is a list of words matched against the start of a
+// process's argv: `go test`, `python -m pytest`, `npm run test*`. Each word
+// is a glob (path.Match) against one argument; the first is matched
+// against the program's name (ProgramNames), so `/usr/local/go/bin/go`
+// is `go`, `python3.12` is `python` and `node …/npm-cli.js test` is also
+// seen as `npm test`.
+
+// CommandSet is a compiled list of command patterns.
+type CommandSet struct {
+	patterns [][]string
+	src      []string
+}
+
+func compileCommands(list []string) (*CommandSet, error) {
+	s := &CommandSet{src: list}
+	for _, p := range list {
+		words := strings.Fields(p)
+		if len(words) == 0 {
+			return nil, fmt.Errorf("empty command pattern")
+		}
+		for _, w := range words {
+			if _, err := path.Match(w, ""); err != nil {
+				return nil, fmt.Errorf("command pattern %q: %w", p, err)
+			}
+		}
+		// The first word names a program, compared by ProgramName: write
+		// it either way ("python3 -m pytest" is "python -m pytest").
+		if !strings.ContainsAny(words[0], "*?[") {
+			words[0] = ProgramName(words[0])
+		}
+		s.patterns = append(s.patterns, words)
+	}
+	return s, nil
+}
+
+// Match returns the first pattern that matches argv, as written in the
+// policy.
+func (s *CommandSet) Match(argv []string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	for _, cand := range CommandForms(argv) {
+		for i, p := range s.patterns {
+			if len(cand) < len(p) {
+				continue
+			}
+			ok := true
+			for j, w := range p {
+				if m, _ := path.Match(w, cand[j]); !m {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return s.src[i], true
+			}
+		}
+	}
+	return "", false
+}
+
+// interpreters run a script named by their first argument.
+var interpreters = map[string]bool{"node": true, "python": true, "ruby": true, "perl": true,
+	"php": true, "bun": true, "deno": true, "sh": true, "bash": true, "dash": true, "zsh": true}
+
+var reVersioned = regexp.MustCompile(`^(python|pip|ruby|gem|perl|php|node|nodejs|bundle|bundler|pytest|easy_install|idle|pydoc)[0-9][0-9.]*$`)
+
+// ProgramName normalises one program path or argv[0] to the name command
+// patterns and client lists use: the base name without a script extension,
+// a version suffix (python3.12 → python, pip3 → pip) or a "-cli" suffix
+// (npm-cli.js → npm).
+func ProgramName(p string) string {
+	n := path.Base(p)
+	for _, ext := range []string{".exe", ".js", ".cjs", ".mjs", ".py", ".rb", ".pl", ".sh"} {
+		n = strings.TrimSuffix(n, ext)
+	}
+	n = strings.TrimSuffix(n, "-cli")
+	if m := reVersioned.FindStringSubmatch(n); m != nil {
+		n = m[1]
+	}
+	if n == "nodejs" {
+		n = "node"
+	}
+	if n == "bundler" {
+		n = "bundle"
+	}
+	return n
+}
+
+// CommandForms returns the ways argv can be read as a command line: as it
+// is (argv[0] normalised), and for an interpreter running a script or a
+// module (`node npm-cli.js test`, `python -m pip install`), as that script
+// or module's own command line.
+func CommandForms(argv []string) [][]string {
+	if len(argv) == 0 {
+		return nil
+	}
+	first := append([]string{ProgramName(argv[0])}, argv[1:]...)
+	out := [][]string{first}
+	if !interpreters[first[0]] {
+		return out
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-m" && i+1 < len(argv) && (first[0] == "python"):
+			return append(out, append([]string{argv[i+1]}, argv[i+2:]...))
+		case a == "-c" || a == "-e" || a == "--eval" || a == "-":
+			return out
+		case strings.HasPrefix(a, "-"):
+			continue
+		default:
+			return append(out, append([]string{ProgramName(a)}, argv[i+1:]...))
+		}
+	}
+	return out
+}
+
+// ScriptArg returns the script an interpreter's argv runs (`sh x.sh`,
+// `python3 -u tool.py`, and the argv the kernel builds for a `#!` script:
+// [/bin/sh ./x.sh]), as written: "" when argv is no interpreter running a
+// script file (`python -m mod`, `bash -c CMD`, a bare `node`).
+func ScriptArg(argv []string) string {
+	if len(argv) < 2 || !interpreters[ProgramName(argv[0])] {
+		return ""
+	}
+	for _, a := range argv[1:] {
+		switch {
+		case a == "-m" || a == "-c" || a == "-e" || a == "--eval" || a == "-" || a == "-p" || a == "--print":
+			return ""
+		case strings.HasPrefix(a, "-"):
+			continue
+		}
+		return a
+	}
+	return ""
+}
+
+// ProgramNames are the names a process goes by, for client lists and
+// build tools: the program's own name, argv[0]'s, and the script or module
+// an interpreter runs.
+func ProgramNames(execPath string, argv []string) []string {
+	var out []string
+	add := func(n string) {
+		if n == "" || n == "." || n == "/" {
+			return
+		}
+		for _, h := range out {
+			if h == n {
+				return
+			}
+		}
+		out = append(out, n)
+	}
+	if execPath != "" {
+		add(ProgramName(execPath))
+	}
+	for _, f := range CommandForms(argv) {
+		add(f[0])
+	}
+	return out
+}
+
+// NameSet is a set of program-name globs.
+type NameSet []string
+
+// Has reports whether any of names matches.
+func (s NameSet) Has(names []string) bool {
+	for _, p := range s {
+		for _, n := range names {
+			if ok, _ := path.Match(p, n); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,563 @@
+// Package policy holds what polygraph's detection rules are tuned with: the
+// rule table with the framework ids each rule carries (ATT&CK, ATLAS,
+// OWASP LLM, SAIF), and the policy file that switches rules off, changes
+// their severities and sets the lists and thresholds they use (egress
+// allowlist, package registries, credential paths, test runners, publish
+// commands). docs/policy.md documents the file; docs/rules.md the rules.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Sentinel errors callers test with errors.Is.
+var (
+	// ErrUnknownKey: the policy file has a key polygraph does not know.
+	ErrUnknownKey = errors.New("unknown key")
+	// ErrUnknownRule: the policy file names a rule that does not exist.
+	ErrUnknownRule = errors.New("unknown rule")
+	// ErrBadSeverity: a severity that is not info, low, medium, high or critical.
+	ErrBadSeverity = errors.New("bad severity")
+)
+
+// Severities lists the severity names, lowest first (internal/detect's).
+var Severities = []string{"info", "low", "medium", "high", "critical"}
+
+// ValidSeverity reports whether s is one of Severities.
+func ValidSeverity(s string) bool { return slices.Contains(Severities, s) }
+
+// RuleSetting is what the policy says about one rule.
+type RuleSetting struct {
+	Enabled bool
+	// Severity, when set, replaces the severity of every finding of the
+	// rule above info (info findings note expected activity and stay info).
+	Severity string
+}
+
+// Egress is the egress allowlist.
+type Egress struct {
+	// Allow lists the destinations connections may go to besides the
+	// registries: host names, addresses or CIDR prefixes, each with an
+	// optional :PORT (see match.go). Loopback is not allowed wholesale: a
+	// process reaching a loopback port is as much a finding as one
+	// reaching the internet, unless the traced tree itself serves that
+	// port or the entry allows it.
+	Allow []string `yaml:"allow"`
+	// DNS allows port 53 (UDP or TCP) to any address: the resolver traffic
+	// every name lookup makes. The names queried are recorded either way.
+	DNS *bool `yaml:"dns"`
+}
+
+// Thresholds are the numbers rules compare against.
+type Thresholds struct {
+	// PublishCount publish commands in one session make a mass publish.
+	PublishCount int `yaml:"publish_count"`
+	// Artifacts package artifacts (*.tgz, *.whl, …) built in one session
+	// count as many.
+	Artifacts int `yaml:"artifacts"`
+	// RegistryBytesSent bytes sent to registry hosts in one session is far
+	// beyond what an install sends.
+	RegistryBytesSent uint64 `yaml:"registry_bytes_sent"`
+	// TestMinDuration: a test run that ends sooner without reading a test
+	// file did not really run tests.
+	TestMinDuration time.Duration `yaml:"test_min_duration"`
+	// DNSWindow: a connection is taken to go to the name its process looked
+	// up last, within this window before it, when nothing better names it.
+	DNSWindow time.Duration `yaml:"dns_window"`
+}
+
+// Policy is a loaded policy: the built-in one, or the built-in one adjusted
+// by a policy file. Use Default or Load; the zero value matches nothing.
+type Policy struct {
+	// Source is where the policy came from: "built-in" or the file's path.
+	Source string
+	// Rules has one entry for every rule id in Rules.
+	Rules map[string]RuleSetting
+
+	Egress           Egress
+	Registries       []string
+	PublishHosts     []string
+	SensitivePaths   []PathRule
+	AgentConfigPaths []PathRule
+	TamperPaths      []PathRule
+	NoisePaths       []string
+	TestRunners      []string
+	TestFiles        []string
+	PackageManagers  []string
+	PublishCommands  []string
+	BuildTools       []string
+	Artifacts        []string
+	AgentPrograms    []string
+	Thresholds       Thresholds
+
+	// Compiled forms, built by compile.
+	egress, registries, publishHosts      []hostRule
+	sensitive, agentConfig, tamper        *PathSet
+	noise, testFiles, artifacts           *PathSet
+	testRunners, packageManagers, publish *CommandSet
+}
+
+// Default returns the built-in policy.
+func Default() *Policy {
+	p := &Policy{
+		Source:           "built-in",
+		Rules:            map[string]RuleSetting{},
+		Egress:           Egress{Allow: slices.Clone(DefaultModelAPIs), DNS: ptr(true)},
+		Registries:       slices.Clone(DefaultRegistries),
+		PublishHosts:     slices.Clone(DefaultPublishHosts),
+		SensitivePaths:   slices.Clone(DefaultSensitivePaths),
+		AgentConfigPaths: slices.Clone(DefaultAgentConfigPaths),
+		TamperPaths:      slices.Clone(DefaultTamperPaths),
+		NoisePaths:       slices.Clone(DefaultNoisePaths),
+		TestRunners:      slices.Clone(DefaultTestRunners),
+		TestFiles:        slices.Clone(DefaultTestFiles),
+		PackageManagers:  slices.Clone(DefaultPackageManagers),
+		PublishCommands:  slices.Clone(DefaultPublishCommands),
+		BuildTools:       slices.Clone(DefaultBuildTools),
+		Artifacts:        slices.Clone(DefaultArtifacts),
+		AgentPrograms:    slices.Clone(DefaultAgentPrograms),
+		Thresholds:       DefaultThresholds,
+	}
+	for _, r := range Rules {
+		p.Rules[r.ID] = RuleSetting{Enabled: true}
+	}
+	if err := p.compile(); err != nil {
+		panic("built-in policy: " + err.Error()) // policy_test.go keeps this from happening
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// file is the policy file's shape. Its yaml tags are the file's keys.
+type file struct {
+	Version  int                 `yaml:"version"`
+	Defaults *bool               `yaml:"defaults"`
+	Rules    map[string]ruleFile `yaml:"rules"`
+	Egress   *Egress             `yaml:"egress"`
+
+	Registries       []string        `yaml:"registries"`
+	PublishHosts     []string        `yaml:"publish_hosts"`
+	SensitivePaths   []PathRule      `yaml:"sensitive_paths"`
+	AgentConfigPaths []PathRule      `yaml:"agent_config_paths"`
+	TamperPaths      []PathRule      `yaml:"tamper_paths"`
+	NoisePaths       []string        `yaml:"noise_paths"`
+	TestRunners      []string        `yaml:"test_runners"`
+	TestFiles        []string        `yaml:"test_files"`
+	PackageManagers  []string        `yaml:"package_managers"`
+	PublishCommands  []string        `yaml:"publish_commands"`
+	BuildTools       []string        `yaml:"build_tools"`
+	Artifacts        []string        `yaml:"artifacts"`
+	AgentPrograms    []string        `yaml:"agent_programs"`
+	Thresholds       *thresholdsFile `yaml:"thresholds"`
+}
+
+type ruleFile struct {
+	Enabled  *bool  `yaml:"enabled"`
+	Severity string `yaml:"severity"`
+}
+
+type thresholdsFile struct {
+	PublishCount      *int           `yaml:"publish_count"`
+	Artifacts         *int           `yaml:"artifacts"`
+	RegistryBytesSent *uint64        `yaml:"registry_bytes_sent"`
+	TestMinDuration   *time.Duration `yaml:"test_min_duration"`
+	DNSWindow         *time.Duration `yaml:"dns_window"`
+}
+
+// Load reads a policy file (YAML; JSON is YAML too) and applies it to the
+// built-in policy.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse applies the policy file content data, named name in errors, to the
+// built-in policy. Errors are one line: "name:LINE: what".
+func Parse(data []byte, name string) (*Policy, error) {
+	p := Default()
+	p.Source = name
+	if len(bytes.TrimSpace(data)) == 0 {
+		return p, nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, oneLine(err))
+	}
+	if err := checkKeys(&root, reflect.TypeFor[file](), name, ""); err != nil {
+		return nil, err
+	}
+	var f file
+	if err := root.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, oneLine(err))
+	}
+	if f.Version != 0 && f.Version != 1 {
+		return nil, fmt.Errorf("%s: version %d is not supported (want 1)", name, f.Version)
+	}
+	for id, r := range f.Rules {
+		if _, ok := Rule(id); !ok {
+			return nil, fmt.Errorf("%s:%d: %w %q (rules: %s)", name, keyLine(&root, "rules", id), ErrUnknownRule, id, strings.Join(RuleIDs(), ", "))
+		}
+		s := p.Rules[id]
+		if r.Enabled != nil {
+			s.Enabled = *r.Enabled
+		}
+		if r.Severity != "" {
+			if !ValidSeverity(r.Severity) {
+				return nil, fmt.Errorf("%s:%d: rule %s: %w %q (want one of %s)", name, keyLine(&root, "rules", id), id, ErrBadSeverity, r.Severity, strings.Join(Severities, ", "))
+			}
+			s.Severity = r.Severity
+		}
+		p.Rules[id] = s
+	}
+	extend := f.Defaults == nil || *f.Defaults
+	strs := func(dst *[]string, src []string) {
+		if !extend {
+			*dst = nil
+		}
+		*dst = append(*dst, src...)
+	}
+	if f.Egress != nil {
+		strs(&p.Egress.Allow, f.Egress.Allow)
+		if f.Egress.DNS != nil {
+			p.Egress.DNS = f.Egress.DNS
+		}
+	} else if !extend {
+		p.Egress.Allow = nil
+	}
+	strs(&p.Registries, f.Registries)
+	strs(&p.PublishHosts, f.PublishHosts)
+	// A file's own path entries come first, so they win over the
+	// built-in ones for the same file.
+	prepend := func(dst *[]PathRule, src []PathRule) {
+		if !extend {
+			*dst = nil
+		}
+		*dst = append(slices.Clone(src), *dst...)
+	}
+	prepend(&p.SensitivePaths, f.SensitivePaths)
+	prepend(&p.AgentConfigPaths, f.AgentConfigPaths)
+	prepend(&p.TamperPaths, f.TamperPaths)
+	strs(&p.NoisePaths, f.NoisePaths)
+	strs(&p.TestRunners, f.TestRunners)
+	strs(&p.TestFiles, f.TestFiles)
+	strs(&p.PackageManagers, f.PackageManagers)
+	strs(&p.PublishCommands, f.PublishCommands)
+	strs(&p.BuildTools, f.BuildTools)
+	strs(&p.Artifacts, f.Artifacts)
+	strs(&p.AgentPrograms, f.AgentPrograms)
+	if t := f.Thresholds; t != nil {
+		set := func(dst *int, v *int) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&p.Thresholds.PublishCount, t.PublishCount)
+		set(&p.Thresholds.Artifacts, t.Artifacts)
+		if t.RegistryBytesSent != nil {
+			p.Thresholds.RegistryBytesSent = *t.RegistryBytesSent
+		}
+		if t.TestMinDuration != nil {
+			p.Thresholds.TestMinDuration = *t.TestMinDuration
+		}
+		if t.DNSWindow != nil {
+			p.Thresholds.DNSWindow = *t.DNSWindow
+		}
+	}
+	if err := p.compile(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// compile builds the matchers from the lists.
+func (p *Policy) compile() error {
+	var err error
+	if p.egress, err = compileHostRules(p.Egress.Allow); err != nil {
+		return fmt.Errorf("egress.allow: %w", err)
+	}
+	if p.registries, err = compileHostRules(p.Registries); err != nil {
+		return fmt.Errorf("registries: %w", err)
+	}
+	if p.publishHosts, err = compileHostRules(p.PublishHosts); err != nil {
+		return fmt.Errorf("publish_hosts: %w", err)
+	}
+	for _, l := range []struct {
+		key string
+		src []PathRule
+		dst **PathSet
+	}{
+		{"sensitive_paths", p.SensitivePaths, &p.sensitive},
+		{"agent_config_paths", p.AgentConfigPaths, &p.agentConfig},
+		{"tamper_paths", p.TamperPaths, &p.tamper},
+		{"noise_paths", plainRules(p.NoisePaths), &p.noise},
+		{"test_files", plainRules(p.TestFiles), &p.testFiles},
+		{"artifacts", plainRules(p.Artifacts), &p.artifacts},
+	} {
+		if *l.dst, err = compilePathSet(l.src); err != nil {
+			return fmt.Errorf("%s: %w", l.key, err)
+		}
+	}
+	for _, l := range []struct {
+		key string
+		src []string
+		dst **CommandSet
+	}{
+		{"test_runners", p.TestRunners, &p.testRunners},
+		{"package_managers", p.PackageManagers, &p.packageManagers},
+		{"publish_commands", p.PublishCommands, &p.publish},
+	} {
+		if *l.dst, err = compileCommands(l.src); err != nil {
+			return fmt.Errorf("%s: %w", l.key, err)
+		}
+	}
+	return nil
+}
+
+func plainRules(list []string) []PathRule {
+	out := make([]PathRule, len(list))
+	for i, s := range list {
+		out[i] = PathRule{Path: s}
+	}
+	return out
+}
+
+// Enabled reports whether rule id is switched on.
+func (p *Policy) Enabled(id string) bool {
+	s, ok := p.Rules[id]
+	return ok && s.Enabled
+}
+
+// SeverityOverride returns the severity the policy sets for rule id, or "".
+func (p *Policy) SeverityOverride(id string) string { return p.Rules[id].Severity }
+
+// AllowEgress reports whether a connection to addr:port is allowed: by the
+// egress allowlist, the registries, or (with egress.dns) as DNS. host is
+// the DNS name the process used for addr, "" when unknown; a name entry
+// matches only a known name, an address entry only the address.
+func (p *Policy) AllowEgress(host, addr string, port uint16) bool {
+	if port == 53 && (p.Egress.DNS == nil || *p.Egress.DNS) {
+		return true
+	}
+	return matchHosts(p.egress, host, addr, port) || matchHosts(p.registries, host, addr, port)
+}
+
+// IsRegistry reports whether the destination is a configured registry.
+func (p *Policy) IsRegistry(host, addr string, port uint16) bool {
+	return matchHosts(p.registries, host, addr, port)
+}
+
+// IsPublishHost reports whether the destination is a registry or an upload
+// host: where a publish goes.
+func (p *Policy) IsPublishHost(host, addr string, port uint16) bool {
+	return matchHosts(p.registries, host, addr, port) || matchHosts(p.publishHosts, host, addr, port)
+}
+
+// Allow adds an egress entry (see Egress.Allow) to the allowlist.
+func (p *Policy) Allow(entry string) error {
+	r, err := parseHostRule(entry)
+	if err != nil {
+		return err
+	}
+	p.Egress.Allow = append(p.Egress.Allow, entry)
+	p.egress = append(p.egress, r)
+	return nil
+}
+
+// AllowURL allows the host and port of a base URL, such as the model
+// endpoint an agent was configured with (http://127.0.0.1:8080).
+func (p *Policy) AllowURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("not a URL with a host: %q", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "http", "ws":
+			port = "80"
+		default:
+			port = "443"
+		}
+	}
+	return p.Allow(net.JoinHostPort(u.Hostname(), port))
+}
+
+// AgentEndpointVars are the environment variables that point an agent at
+// its model API.
+var AgentEndpointVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",
+	"OPENAI_BASE_URL", "OPENAI_API_BASE", "GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"}
+
+// AllowAgentEndpoints allows the model endpoints named by AgentEndpointVars
+// in env (KEY=VALUE pairs, as os.Environ gives them): the endpoint an agent
+// was configured with is expected traffic even on loopback, where nothing
+// else is allowed by default. It returns the entries it added.
+func (p *Policy) AllowAgentEndpoints(env []string) []string {
+	var added []string
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" || !slices.Contains(AgentEndpointVars, k) {
+			continue
+		}
+		n := len(p.Egress.Allow)
+		if p.AllowURL(v) == nil {
+			added = append(added, p.Egress.Allow[n:]...)
+		}
+	}
+	return added
+}
+
+// Sensitive returns the sensitive-path entry p matches.
+func (p *Policy) Sensitive(path, home string) (PathRule, bool) { return p.sensitive.Match(path, home) }
+
+// AgentConfig returns the agent-config entry p matches.
+func (p *Policy) AgentConfig(path, home string) (PathRule, bool) {
+	return p.agentConfig.Match(path, home)
+}
+
+// Tamper returns the safety-settings entry p matches.
+func (p *Policy) Tamper(path, home string) (PathRule, bool) { return p.tamper.Match(path, home) }
+
+// Noise reports whether writes to path are ordinary noise.
+func (p *Policy) Noise(path, home string) bool { return p.noise.Has(path, home) }
+
+// TestFile reports whether path is a test file.
+func (p *Policy) TestFile(path, home string) bool { return p.testFiles.Has(path, home) }
+
+// Artifact reports whether path is a package artifact.
+func (p *Policy) Artifact(path, home string) bool { return p.artifacts.Has(path, home) }
+
+// TestRunner returns the test-runner pattern argv matches.
+func (p *Policy) TestRunner(argv []string) (string, bool) { return p.testRunners.Match(argv) }
+
+// PackageManager returns the package-manager pattern argv matches.
+func (p *Policy) PackageManager(argv []string) (string, bool) { return p.packageManagers.Match(argv) }
+
+// Publish returns the publish-command pattern argv matches.
+func (p *Policy) Publish(argv []string) (string, bool) { return p.publish.Match(argv) }
+
+// BuildTool reports whether a process going by names is a build tool.
+func (p *Policy) BuildTool(names []string) bool { return NameSet(p.BuildTools).Has(names) }
+
+// AgentProgram reports whether a process going by names is an AI agent.
+func (p *Policy) AgentProgram(names []string) bool { return NameSet(p.AgentPrograms).Has(names) }
+
+// checkKeys walks the YAML tree against the file's Go type and reports the
+// first key the type does not have, with its line.
+func checkKeys(n *yaml.Node, t reflect.Type, name, where string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := checkKeys(c, t, name, where); err != nil {
+				return err
+			}
+		}
+		return nil
+	case yaml.AliasNode:
+		return checkKeys(n.Alias, t, name, where)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil // a scalar form (PathRule) or a type error Decode reports
+		}
+		fields := map[string]reflect.Type{}
+		var known []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" || tag == "-" || !f.IsExported() {
+				continue
+			}
+			fields[tag] = f.Type
+			known = append(known, tag)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				in := "at the top level"
+				if where != "" {
+					in = "in " + where
+				}
+				return fmt.Errorf("%s:%d: %w %q %s (known: %s)", name, k.Line, ErrUnknownKey, k.Value, in, strings.Join(known, ", "))
+			}
+			if err := checkKeys(v, ft, name, join(where, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKeys(n.Content[i+1], t.Elem(), name, join(where, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for _, c := range n.Content {
+			if err := checkKeys(c, t.Elem(), name, where); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+// keyLine finds the line of key under the top-level mapping key parent.
+func keyLine(root *yaml.Node, parent, key string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != parent {
+			continue
+		}
+		m := n.Content[i+1]
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if m.Content[j].Value == key {
+				return m.Content[j].Line
+			}
+		}
+		return n.Content[i].Line
+	}
+	return 0
+}
+
+// oneLine folds yaml's multi-line errors ("yaml: unmarshal errors:\n  line
+// 3: …") into one line.
+func oneLine(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	s = strings.ReplaceAll(s, "unmarshal errors:\n", "")
+	fields := strings.Fields(s)
+	return strings.Join(fields, " ")
+}

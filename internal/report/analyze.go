@@ -1,0 +1,135 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// TranscriptAuto and TranscriptNone are the special values of
+// Options.Transcript; anything else is a path.
+const (
+	TranscriptAuto = "auto"
+	TranscriptNone = "none"
+)
+
+// Options say what to analyze.
+type Options struct {
+	// SessionPath is the session file; "" for a transcript-only report.
+	SessionPath string
+	// Transcript is auto (discover it from the session), none, or a path.
+	Transcript string
+	// Policy is the policy to apply (nil: the default).
+	Policy *policy.Policy
+}
+
+// ErrNothing is returned when neither a session nor a transcript is given.
+var ErrNothing = errors.New("nothing to report: give a SESSION, --transcript FILE, or both")
+
+// Analyze reads the session and the transcript, attributes the events,
+// runs the rules and builds the report.
+func Analyze(o Options) (*Report, error) {
+	pol := o.Policy
+	if pol == nil {
+		pol = policy.Default()
+	}
+	if o.SessionPath == "" && (o.Transcript == "" || o.Transcript == TranscriptAuto || o.Transcript == TranscriptNone) {
+		return nil, ErrNothing
+	}
+	var (
+		meta   *session.Meta
+		events []*event.Event
+		sum    *Summary
+	)
+	if o.SessionPath != "" {
+		r, err := session.Open(o.SessionPath)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		m := r.Meta()
+		meta = &m
+		sum = NewSummary(uint32(m.RootPID))
+		if err := r.Events(session.Filter{}, func(e *event.Event) error {
+			events = append(events, e)
+			sum.Observe(e)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read session %s: %w", o.SessionPath, err)
+		}
+		left, err := r.Leftovers()
+		if err != nil {
+			return nil, err
+		}
+		sum.Finish(m, left, m.ExitCode)
+	}
+
+	var tr *transcript.Transcript
+	switch o.Transcript {
+	case TranscriptNone:
+	case "", TranscriptAuto:
+		if meta != nil {
+			tr = discover(meta)
+		}
+	default:
+		var err error
+		tr, err = transcript.ParseFile(o.Transcript, transcript.Options{})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	var attr *correlate.Result
+	var findings []detect.Finding
+	if meta != nil {
+		// Every rule weighs the agent's account against the kernel's;
+		// without a session there is nothing to weigh it against.
+		attr = correlate.Attribute(events, tr, *meta, correlate.Options{})
+		findings = detect.Run(detect.Input{Events: events, Transcript: tr, Attribution: attr, Meta: *meta, Policy: pol})
+	}
+	rep := Build(meta, sum, tr, attr, findings)
+	if meta != nil && !meta.CleanClose {
+		rep.Notes = append(rep.Notes, "the session was not closed cleanly (polygraph was killed): events after the last flush are missing")
+	}
+	if meta != nil && sum.LostTotal > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d events were lost while recording: what the kernel saw is incomplete", sum.LostTotal))
+	}
+	return rep, nil
+}
+
+// discover finds the transcript the session's agent wrote: the main
+// (non-subagent) file with the most overlap, parsed with its subagents.
+func discover(meta *session.Meta) *transcript.Transcript {
+	found, err := transcript.Discover(meta.Home, meta.Cwd, meta.StartedAt, meta.EndedAt)
+	if err != nil {
+		slog.Debug("transcript discovery failed", "error", err)
+		return nil
+	}
+	found = slices.DeleteFunc(found, func(f transcript.Found) bool { return f.Subagent })
+	if len(found) == 0 {
+		return nil
+	}
+	// The latest-starting main file that began inside the session is the
+	// agent's; earlier ones may be resumed sessions of another run.
+	best := found[len(found)-1]
+	for _, f := range found {
+		if !f.FirstAt.Before(meta.StartedAt) {
+			best = f
+			break
+		}
+	}
+	tr, err := transcript.ParseFile(best.Path, transcript.Options{})
+	if err != nil {
+		slog.Warn("could not read the discovered transcript", "path", best.Path, "error", err)
+		return nil
+	}
+	return tr
+}

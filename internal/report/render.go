@@ -1,0 +1,283 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// WriteJSON writes the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+func frameworks(f detect.Frameworks) string {
+	var parts []string
+	add := func(name string, ids []string) {
+		if len(ids) > 0 {
+			parts = append(parts, name+" "+strings.Join(ids, ", "))
+		}
+	}
+	add("ATT&CK", f.ATTACK)
+	add("ATLAS", f.ATLAS)
+	add("OWASP", f.OWASPLLM)
+	add("SAIF", f.SAIF)
+	return strings.Join(parts, " · ")
+}
+
+func seqs(s []uint64, max int) string {
+	var parts []string
+	for i, v := range s {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("… %d more", len(s)-max))
+			break
+		}
+		parts = append(parts, fmt.Sprint(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func callLabel(c *transcript.ToolCall) string {
+	what := c.Command
+	if what == "" && len(c.Paths) > 0 {
+		what = strings.Join(c.Paths, " ")
+	}
+	if what == "" && len(c.URLs) > 0 {
+		what = strings.Join(c.URLs, " ")
+	}
+	return fmt.Sprintf("%s %s", c.Tool, oneLine(what, 90))
+}
+
+func list(items []string, max int) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return listed(items, max)
+}
+
+// WriteText writes the report for a terminal: summary, findings, then
+// per tool call what the agent said and what the kernel saw (calls with
+// findings first), unattributed activity, and claims.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if r.Summary != nil {
+		var sb strings.Builder
+		r.Summary.WriteText(&sb)
+		b.WriteString(sb.String())
+	}
+	if r.Transcript != nil {
+		fmt.Fprintf(&b, "  transcript %s (%s, %d tool calls, %d claims", r.Transcript.Path, r.Transcript.Agent, len(r.ToolCalls), len(r.Claims))
+		if r.Transcript.Warnings > 0 {
+			fmt.Fprintf(&b, ", %d unreadable lines", r.Transcript.Warnings)
+		}
+		b.WriteString(")\n")
+	}
+	if r.Attributed != nil {
+		var parts []string
+		for _, k := range []string{"lineage", "in-process", "agent-api", "agent-bookkeeping", "unattributed"} {
+			for reason, n := range r.Attributed {
+				if string(reason) == k && n > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", k, n))
+				}
+			}
+		}
+		fmt.Fprintf(&b, "  attributed %s\n", strings.Join(parts, ", "))
+	}
+
+	fmt.Fprintf(&b, "\nFINDINGS (%d)\n", len(r.Findings))
+	if len(r.Findings) == 0 {
+		if r.KernelEvidence {
+			b.WriteString("  none\n")
+		} else {
+			b.WriteString("  none that the transcript alone can show\n")
+		}
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, f.Title)
+		if f.Detail != "" {
+			for _, l := range strings.Split(strings.TrimSpace(f.Detail), "\n") {
+				fmt.Fprintf(&b, "               %s\n", l)
+			}
+		}
+		if f.Claim != "" {
+			fmt.Fprintf(&b, "               claim: %q\n", oneLine(f.Claim, 120))
+		}
+		tc := f.ToolCallID
+		if tc == "" {
+			tc = "unattributed"
+		}
+		fmt.Fprintf(&b, "               tool call: %s", tc)
+		if len(f.Evidence) > 0 {
+			fmt.Fprintf(&b, "; evidence: event %s", seqs(f.Evidence, 8))
+		}
+		b.WriteString("\n")
+		if fw := frameworks(f.Frameworks); fw != "" {
+			fmt.Fprintf(&b, "               %s\n", fw)
+		}
+	}
+
+	fmt.Fprintf(&b, "\nTOOL CALLS (%d)\n", len(r.ToolCalls))
+	for _, v := range r.orderedCalls() {
+		c := v.Call
+		mark := " "
+		if len(v.Findings) > 0 {
+			mark = "!"
+		}
+		fmt.Fprintf(&b, "%s %s  %-5s %s  [%s]\n", mark, clock(c.StartedAt), c.Kind, callLabel(c), c.ID)
+		said := []string{}
+		switch {
+		case c.Rejected:
+			said = append(said, "rejected: nothing ran")
+		case c.ExitCode != nil:
+			said = append(said, fmt.Sprintf("exit %d", *c.ExitCode))
+		case c.IsError:
+			said = append(said, "error")
+		}
+		if c.Result != "" {
+			said = append(said, fmt.Sprintf("result %q", oneLine(strings.TrimSpace(c.Result), 80)))
+		}
+		if len(said) > 0 {
+			fmt.Fprintf(&b, "      agent said:  %s\n", strings.Join(said, "; "))
+		}
+		if k := v.Kernel; k != nil {
+			if k.Events == 0 {
+				b.WriteString("      kernel saw:  nothing\n")
+			} else {
+				var saw []string
+				if k.Processes > 0 {
+					st := ""
+					switch {
+					case k.Signal != 0:
+						st = fmt.Sprintf(", killed by signal %d", k.Signal)
+					case k.ExitCode != nil:
+						st = fmt.Sprintf(", exit %d after %s", *k.ExitCode, time.Duration(k.DurationNS).Round(time.Millisecond))
+					}
+					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(k.Execs, 3)))
+				}
+				if len(k.Writes) > 0 {
+					saw = append(saw, "wrote "+list(k.Writes, 4))
+				}
+				if len(k.Reads) > 0 {
+					saw = append(saw, fmt.Sprintf("read %d files", len(k.Reads)))
+				}
+				if len(k.Connects) > 0 {
+					saw = append(saw, "connected to "+list(k.Connects, 4))
+				}
+				if len(k.DNS) > 0 {
+					saw = append(saw, "looked up "+list(k.DNS, 4))
+				}
+				if k.Late > 0 {
+					saw = append(saw, fmt.Sprintf("%d events after the call returned", k.Late))
+				}
+				fmt.Fprintf(&b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
+			}
+		}
+		if len(v.Findings) > 0 {
+			fmt.Fprintf(&b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
+		}
+	}
+
+	if r.KernelEvidence {
+		fmt.Fprintf(&b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
+		for i, e := range r.Unattributed {
+			if i == 20 {
+				fmt.Fprintf(&b, "  … %d more (polygraph report --format json lists them all)\n", len(r.Unattributed)-20)
+				break
+			}
+			fmt.Fprintf(&b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, e.Comm, e.Kind, eventWhat(e))
+		}
+	}
+
+	fmt.Fprintf(&b, "\nCLAIMS (%d)\n", len(r.Claims))
+	for _, c := range r.Claims {
+		refs := "no tool call"
+		if len(c.ToolCallIDs) > 0 {
+			refs = strings.Join(c.ToolCallIDs, ", ")
+		}
+		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), c.Kind, oneLine(c.Text, 100), refs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// eventWhat is a short description of an event's object.
+func eventWhat(e *event.Event) string {
+	switch e.Kind {
+	case event.KindExec:
+		return oneLine(strings.Join(e.Argv, " "), 100)
+	case event.KindConnect, event.KindBind, event.KindAccept, event.KindNet:
+		return fmt.Sprintf("%s port %d", e.Addr, e.Port)
+	case event.KindDNS:
+		return e.QName
+	case event.KindRename, event.KindLink:
+		return e.Path + " → " + e.Path2
+	case event.KindFork:
+		return fmt.Sprintf("child %d", e.ChildPID)
+	case event.KindExit:
+		if e.ExitCode != nil {
+			return fmt.Sprintf("exit %d", *e.ExitCode)
+		}
+		return fmt.Sprintf("signal %d", e.Signal)
+	}
+	s := e.Path
+	if e.Access != "" {
+		s += " " + e.Access
+	}
+	return s
+}
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"upper": func(s detect.Severity) string { return strings.ToUpper(string(s)) },
+	"fw":    frameworks,
+	"what":  eventWhat,
+	"label": callLabel,
+	"join":  strings.Join,
+	"seqs":  func(s []uint64) string { return seqs(s, 20) },
+	"clock": clock,
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>polygraph report{{with .Session}} {{.ID}}{{end}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#222}
+h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #eee;padding:.3rem .5rem;text-align:left;vertical-align:top;font-size:.9rem}
+.sev{font-weight:bold;padding:0 .3rem;border-radius:3px}
+.critical{background:#7a0010;color:#fff}.high{background:#d33;color:#fff}.medium{background:#f90}.low{background:#fd6}.info{background:#ddd}
+code{font-size:.85rem;word-break:break-all} .note{background:#fffbe6;padding:.5rem}
+</style></head><body>
+<h1>polygraph report{{with .Session}} — session {{.ID}}{{end}}</h1>
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}
+{{with .Session}}<p>Command <code>{{join .Command " "}}</code> in <code>{{.Cwd}}</code>, started {{.StartedAt.Local.Format "2006-01-02 15:04:05"}}.</p>{{end}}
+{{with .Transcript}}<p>Transcript <code>{{.Path}}</code> ({{.Agent}}, {{.Format}}).</p>{{end}}
+<h2>Findings ({{len .Findings}})</h2>
+<table><tr><th>id</th><th>severity</th><th>rule</th><th>what</th><th>tool call</th><th>evidence</th><th>frameworks</th></tr>
+{{range .Findings}}<tr><td>{{.ID}}</td><td><span class="sev {{.Severity}}">{{upper .Severity}}</span></td><td>{{.Rule}}</td><td><b>{{.Title}}</b><br>{{.Detail}}{{with .Claim}}<br>claim: <q>{{.}}</q>{{end}}</td><td><code>{{.ToolCallID}}</code></td><td>{{seqs .Evidence}}</td><td>{{fw .Frameworks}}</td></tr>
+{{end}}</table>
+<h2>Tool calls ({{len .ToolCalls}})</h2>
+<table><tr><th>time</th><th>call</th><th>agent said</th><th>kernel saw</th><th>findings</th></tr>
+{{range .ToolCalls}}<tr><td>{{clock .Call.StartedAt}}</td><td><code>{{label .Call}}</code><br><small>{{.Call.ID}}</small></td>
+<td>{{if .Call.Rejected}}rejected{{else}}{{with .Call.ExitCode}}exit {{.}}{{end}}{{end}} {{.Call.Result}}</td>
+<td>{{with .Kernel}}{{.Processes}} processes{{with .ExitCode}}, exit {{.}}{{end}}<br>{{range .Execs}}<code>{{.}}</code><br>{{end}}{{with .Writes}}wrote {{join . ", "}}<br>{{end}}{{with .Connects}}connected {{join . ", "}}{{end}}{{else}}—{{end}}</td>
+<td>{{join .Findings ", "}}</td></tr>
+{{end}}</table>
+{{if .KernelEvidence}}<h2>Unattributed ({{len .Unattributed}} events)</h2>
+<table>{{range .Unattributed}}<tr><td>{{.Seq}}</td><td>{{.PID}} {{.Comm}}</td><td>{{.Kind}}</td><td><code>{{what .}}</code></td></tr>{{end}}</table>{{end}}
+<h2>Claims ({{len .Claims}})</h2>
+<table>{{range .Claims}}<tr><td>{{clock .At}}</td><td>{{.Kind}}</td><td>{{.Text}}</td><td><code>{{join .ToolCallIDs ", "}}</code></td></tr>{{end}}</table>
+</body></html>
+`))
+
+// WriteHTML writes the report as one self-contained HTML page.
+func (r *Report) WriteHTML(w io.Writer) error { return htmlTmpl.Execute(w, r) }

@@ -1,0 +1,171 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// Report is everything `polygraph report` shows: per tool call what the
+// agent said and what the kernel saw, what nothing explains, and the
+// findings. Its JSON form is the --format json document.
+type Report struct {
+	Session        *session.Meta   `json:"session,omitempty"`
+	Transcript     *TranscriptInfo `json:"transcript,omitempty"`
+	KernelEvidence bool            `json:"kernel_evidence"`
+	Notes          []string        `json:"notes,omitempty"`
+	Summary        *Summary        `json:"summary,omitempty"`
+	ToolCalls      []*ToolCallView `json:"tool_calls"`
+	Claims         []*transcript.Claim `json:"claims"`
+	// Attributed counts events per attribution reason.
+	Attributed   map[correlate.Reason]int `json:"attributed,omitempty"`
+	Unattributed []*event.Event           `json:"unattributed"`
+	Findings     []detect.Finding         `json:"findings"`
+}
+
+// TranscriptInfo names the transcript the report read.
+type TranscriptInfo struct {
+	Path      string            `json:"path"`
+	Format    transcript.Format `json:"format"`
+	Agent     string            `json:"agent"`
+	SessionID string            `json:"session_id,omitempty"`
+	Warnings  int               `json:"warnings"`
+}
+
+// ToolCallView is one tool call: the agent's account (Call) and the
+// kernel's (Kernel, absent without a session).
+type ToolCallView struct {
+	Call     *transcript.ToolCall `json:"call"`
+	Kernel   *KernelView          `json:"kernel,omitempty"`
+	Findings []string             `json:"findings,omitempty"` // ids of findings naming this call
+}
+
+// KernelView is what the kernel saw one tool call do.
+type KernelView struct {
+	Processes  int      `json:"processes"`
+	Execs      []string `json:"execs,omitempty"` // argv of each exec, joined
+	ExitCode   *int     `json:"exit_code,omitempty"`
+	Signal     int      `json:"signal,omitempty"`
+	DurationNS uint64   `json:"duration_ns,omitempty"`
+	Reads      []string `json:"reads,omitempty"`
+	Writes     []string `json:"writes,omitempty"`
+	Connects   []string `json:"connects,omitempty"`
+	DNS        []string `json:"dns,omitempty"`
+	Events     int      `json:"events"`
+	Late       int      `json:"late,omitempty"` // events after the call returned
+}
+
+// NoKernelNote is said when a report has a transcript but no session.
+const NoKernelNote = "no kernel evidence: this report shows only the agent's own account (record the agent with `polygraph run` to check it)"
+
+// Build assembles a report. Any of sess (with events), tr, attr may be
+// missing; findings may be nil.
+func Build(meta *session.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
+	r := &Report{Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
+		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}}
+	if r.Findings == nil {
+		r.Findings = []detect.Finding{}
+	}
+	if meta == nil {
+		r.Notes = append(r.Notes, NoKernelNote)
+	}
+	if meta != nil && tr == nil {
+		r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
+	}
+	if tr != nil {
+		r.Transcript = &TranscriptInfo{Path: tr.Path, Format: tr.Format, Agent: tr.Agent, SessionID: tr.SessionID, Warnings: len(tr.Warnings)}
+		r.Claims = append(r.Claims, tr.Claims...)
+	}
+	byCall := map[string][]string{}
+	for _, f := range r.Findings {
+		if f.ToolCallID != "" {
+			byCall[f.ToolCallID] = append(byCall[f.ToolCallID], f.ID)
+		}
+	}
+	if tr != nil {
+		for _, c := range tr.ToolCalls {
+			v := &ToolCallView{Call: c, Findings: byCall[c.ID]}
+			if attr != nil {
+				if a := attr.ByCall[c.ID]; a != nil {
+					v.Kernel = kernelView(a)
+				} else {
+					v.Kernel = &KernelView{}
+				}
+			}
+			r.ToolCalls = append(r.ToolCalls, v)
+		}
+	}
+	if attr != nil {
+		r.Attributed = attr.Counts
+		r.Unattributed = append(r.Unattributed, attr.Unattributed...)
+	}
+	return r
+}
+
+func kernelView(a *correlate.CallActivity) *KernelView {
+	k := &KernelView{Reads: a.Reads, Writes: a.Writes, DNS: a.DNS, Events: len(a.Events), Late: len(a.Late)}
+	seen := map[string]bool{}
+	for _, e := range a.Execs {
+		if !seen[e.ExecID] {
+			seen[e.ExecID] = true
+		}
+		k.Execs = append(k.Execs, strings.Join(e.Argv, " "))
+	}
+	k.Processes = len(seen)
+	if a.RootExit != nil {
+		k.ExitCode, k.Signal, k.DurationNS = a.RootExit.ExitCode, a.RootExit.Signal, a.RootExit.DurationNS
+	}
+	for _, c := range a.Connects {
+		s := fmt.Sprintf("%s:%d", c.Addr, c.Port)
+		if c.Family == "ipv6" {
+			s = fmt.Sprintf("[%s]:%d", c.Addr, c.Port)
+		}
+		if c.Host != "" {
+			s = c.Host + " (" + s + ")"
+		}
+		k.Connects = append(k.Connects, s)
+	}
+	return k
+}
+
+// MaxSeverity returns the highest severity among the findings, or "".
+func (r *Report) MaxSeverity() detect.Severity {
+	var best detect.Severity
+	for _, f := range r.Findings {
+		if f.Severity.Rank() > best.Rank() {
+			best = f.Severity
+		}
+	}
+	return best
+}
+
+// orderedCalls puts calls with findings first (most severe first), then
+// the rest in transcript order.
+func (r *Report) orderedCalls() []*ToolCallView {
+	sev := map[string]int{}
+	for _, f := range r.Findings {
+		if f.ToolCallID != "" && f.Severity.Rank() > sev[f.ToolCallID]-1 {
+			sev[f.ToolCallID] = f.Severity.Rank() + 1
+		}
+	}
+	out := slices.Clone(r.ToolCalls)
+	slices.SortStableFunc(out, func(a, b *ToolCallView) int {
+		return cmp.Compare(sev[b.Call.ID], sev[a.Call.ID])
+	})
+	return out
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "        "
+	}
+	return t.Local().Format("15:04:05")
+}
