@@ -160,6 +160,21 @@ func data(b []byte, off *int, n int) ([]byte, error) {
 	return b[start : start+n], nil
 }
 
+// pieces splits the record's data part into consecutive pieces of the
+// given lengths, checking each against the record's size.
+func pieces(b []byte, lens ...int) ([][]byte, error) {
+	out := make([][]byte, len(lens))
+	off := 0
+	for i, n := range lens {
+		p, err := data(b, &off, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
 // Decode turns one record into an event. The returned event's Seq is zero;
 // the session assigns it.
 func (d *Decoder) Decode(b []byte) (*event.Event, error) {
@@ -258,23 +273,11 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	off := 0
-	pb, err := data(b, &off, int(r.PathLen))
+	ps, err := pieces(b, int(r.PathLen), int(r.CwdLen), int(r.ArgvLen), int(r.ScriptLen))
 	if err != nil {
 		return nil, err
 	}
-	cb, err := data(b, &off, int(r.CwdLen))
-	if err != nil {
-		return nil, err
-	}
-	ab, err := data(b, &off, int(r.ArgvLen))
-	if err != nil {
-		return nil, err
-	}
-	sb, err := data(b, &off, int(r.ScriptLen))
-	if err != nil {
-		return nil, err
-	}
+	pb, cb, ab, sb := ps[0], ps[1], ps[2], ps[3]
 	// The exec starts a new image: its parent is the image that called execve.
 	prev := d.procs[r.H.Pid]
 	np := &proc{execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
@@ -378,12 +381,9 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	off := 0
-	var parts [4][]byte
-	for i, n := range []uint16{r.PathLen, r.BaseLen, r.Path2Len, r.Base2Len} {
-		if parts[i], err = data(b, &off, int(n)); err != nil {
-			return nil, err
-		}
+	parts, err := pieces(b, int(r.PathLen), int(r.BaseLen), int(r.Path2Len), int(r.Base2Len))
+	if err != nil {
+		return nil, err
 	}
 	kind := pathKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
@@ -473,11 +473,11 @@ func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	off := 0
-	ab, err := data(b, &off, int(r.AddrLen))
+	ps, err := pieces(b, int(r.AddrLen))
 	if err != nil {
 		return nil, err
 	}
+	ab := ps[0]
 	e := d.base(&r.H, sockKinds[r.H.Kind])
 	e.Family, e.Addr, e.Port = sockaddr(ab)
 	e.Result = event.Ptr(r.Result)
@@ -502,15 +502,11 @@ func (d *Decoder) decodeDNS(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	off := 0
-	ab, err := data(b, &off, int(r.AddrLen))
+	ps, err := pieces(b, int(r.AddrLen), int(r.DataLen))
 	if err != nil {
 		return nil, err
 	}
-	msg, err := data(b, &off, int(r.DataLen))
-	if err != nil {
-		return nil, err
-	}
+	ab, msg := ps[0], ps[1]
 	e := d.base(&r.H, event.KindDNS)
 	e.Family, e.Addr, e.Port = sockaddr(ab)
 	e.Proto = protoName(r.Proto)
