@@ -4,8 +4,11 @@
  * kernel with BPF has (fentry/fexit, LSM and kprobes are often refused):
  *  - tp_btf sched_process_{fork,exec,exit} keep the set of traced
  *    processes (map tracked) and report the process tree;
- *  - classic syscalls/sys_{enter,exit}_* tracepoints report file and
- *    socket operations with their results;
+ *  - tp_btf sys_enter/sys_exit report file and socket operations with
+ *    their results, dispatching on the syscall number. (Per-syscall
+ *    tracepoints would skip unrelated syscalls, but each needs a perf
+ *    event whose detach waits for an RCU grace period: 50 of them took
+ *    2-3 s to detach. The raw pair detaches at once.);
  *  - tp_btf sock_{send,recv}_length count bytes per peer.
  * Scope is decided in the kernel: a process is traced when its parent was
  * at fork, so a daemonised or re-parented grandchild stays traced, and a
@@ -17,6 +20,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "events.h"
+#include "syscalls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -108,7 +112,7 @@ struct pending {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* a thread that dies in a syscall leaves its entry */
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct pending);
@@ -411,10 +415,9 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 
 /* ---- file operations: stash at enter, report at exit with the result ---- */
 
+/* stash keeps a traced thread's syscall arguments until its exit. */
 static __always_inline int stash(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode)
 {
-	if (!current_proc())
-		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pending v = {
 		.kind = kind, .dfd = dfd, .dfd2 = dfd2, .flags = flags, .mode = mode, .p1 = p1, .p2 = p2,
@@ -436,14 +439,8 @@ static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch
 	return n + b;
 }
 
-static __always_inline int report_path(struct syscall_exit_ctx *ctx)
+static __always_inline int report_path(struct pending v, long ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
-	if (!pv)
-		return 0;
-	struct pending v = *pv;
-	bpf_map_delete_elem(&pending, &id);
 	struct proc_info *pi = current_proc();
 	struct scratch *s = get_scratch();
 	if (!pi || !s)
@@ -453,7 +450,7 @@ static __always_inline int report_path(struct syscall_exit_ctx *ctx)
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
-	e->result = ctx->ret;
+	e->result = ret;
 	e->flags = v.flags;
 	e->mode = v.mode;
 	__u32 off = path_and_base(t, s, 0, v.p1, v.dfd, &e->path_len, &e->base_len, &flags);
@@ -465,164 +462,6 @@ static __always_inline int report_path(struct syscall_exit_ctx *ctx)
 	submit_scratch(s, off);
 	return 0;
 }
-
-#define ARG(i) (ctx->args[i])
-
-SEC("tracepoint/syscalls/sys_enter_openat")
-int enter_openat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_OPEN, ARG(0), ARG(1), NO_BASE, 0, ARG(2), ARG(3));
-}
-
-SEC("tracepoint/syscalls/sys_enter_open")
-int enter_open(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_OPEN, AT_FDCWD, ARG(0), NO_BASE, 0, ARG(1), ARG(2));
-}
-
-SEC("tracepoint/syscalls/sys_enter_creat")
-int enter_creat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_OPEN, AT_FDCWD, ARG(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, ARG(1));
-}
-
-SEC("tracepoint/syscalls/sys_enter_openat2")
-int enter_openat2(struct syscall_enter_ctx *ctx)
-{
-	__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
-	if (!current_proc())
-		return 0;
-	bpf_probe_read_user(&how, sizeof(how), (void *)ARG(2));
-	return stash(EV_OPEN, ARG(0), ARG(1), NO_BASE, 0, how[0], how[1]);
-}
-
-SEC("tracepoint/syscalls/sys_enter_rename")
-int enter_rename(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_RENAME, AT_FDCWD, ARG(0), AT_FDCWD, ARG(1), 0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_renameat")
-int enter_renameat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_RENAME, ARG(0), ARG(1), ARG(2), ARG(3), 0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_renameat2")
-int enter_renameat2(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_RENAME, ARG(0), ARG(1), ARG(2), ARG(3), ARG(4), 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_unlink")
-int enter_unlink(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_UNLINK, AT_FDCWD, ARG(0), NO_BASE, 0, 0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_rmdir")
-int enter_rmdir(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_UNLINK, AT_FDCWD, ARG(0), NO_BASE, 0, AT_REMOVEDIR, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_unlinkat")
-int enter_unlinkat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_UNLINK, ARG(0), ARG(1), NO_BASE, 0, ARG(2), 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_mkdir")
-int enter_mkdir(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_MKDIR, AT_FDCWD, ARG(0), NO_BASE, 0, 0, ARG(1));
-}
-
-SEC("tracepoint/syscalls/sys_enter_mkdirat")
-int enter_mkdirat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_MKDIR, ARG(0), ARG(1), NO_BASE, 0, 0, ARG(2));
-}
-
-SEC("tracepoint/syscalls/sys_enter_chmod")
-int enter_chmod(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_CHMOD, AT_FDCWD, ARG(0), NO_BASE, 0, 0, ARG(1));
-}
-
-SEC("tracepoint/syscalls/sys_enter_fchmodat")
-int enter_fchmodat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_CHMOD, ARG(0), ARG(1), NO_BASE, 0, 0, ARG(2));
-}
-
-SEC("tracepoint/syscalls/sys_enter_fchmodat2")
-int enter_fchmodat2(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_CHMOD, ARG(0), ARG(1), NO_BASE, 0, ARG(3), ARG(2));
-}
-
-SEC("tracepoint/syscalls/sys_enter_fchmod")
-int enter_fchmod(struct syscall_enter_ctx *ctx)
-{
-	/* no path: the base is the fd's own path */
-	return stash(EV_CHMOD, ARG(0), 0, NO_BASE, 0, 0, ARG(1));
-}
-
-/* link kinds: p1 is the existing target, p2 the new name. */
-SEC("tracepoint/syscalls/sys_enter_link")
-int enter_link(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_LINK, AT_FDCWD, ARG(0), AT_FDCWD, ARG(1), 0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_linkat")
-int enter_linkat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_LINK, ARG(0), ARG(1), ARG(2), ARG(3), ARG(4), 0);
-}
-
-/* A symlink's target is text, not resolved against anything. flags bit
- * 31 marks a symbolic link for user space. */
-SEC("tracepoint/syscalls/sys_enter_symlink")
-int enter_symlink(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_LINK, NO_BASE, ARG(0), AT_FDCWD, ARG(1), 1u << 31, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_symlinkat")
-int enter_symlinkat(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_LINK, NO_BASE, ARG(0), ARG(1), ARG(2), 1u << 31, 0);
-}
-
-#define EXIT_PATH(name)                                               \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                    \
-	int exit_##name(struct syscall_exit_ctx *ctx)                 \
-	{                                                             \
-		return report_path(ctx);                              \
-	}
-
-EXIT_PATH(openat)
-EXIT_PATH(open)
-EXIT_PATH(creat)
-EXIT_PATH(openat2)
-EXIT_PATH(rename)
-EXIT_PATH(renameat)
-EXIT_PATH(renameat2)
-EXIT_PATH(unlink)
-EXIT_PATH(rmdir)
-EXIT_PATH(unlinkat)
-EXIT_PATH(mkdir)
-EXIT_PATH(mkdirat)
-EXIT_PATH(chmod)
-EXIT_PATH(fchmodat)
-EXIT_PATH(fchmodat2)
-EXIT_PATH(fchmod)
-EXIT_PATH(link)
-EXIT_PATH(linkat)
-EXIT_PATH(symlink)
-EXIT_PATH(symlinkat)
 
 /* ---- sockets ---- */
 
@@ -636,30 +475,6 @@ static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
 		return 0;
 	struct socket *sock = BPF_CORE_READ(f, private_data);
 	return BPF_CORE_READ(sock, sk);
-}
-
-SEC("tracepoint/syscalls/sys_enter_connect")
-int enter_connect(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_CONNECT, ARG(0), ARG(1), 0, 0, ARG(2), 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_bind")
-int enter_bind(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_BIND, ARG(0), ARG(1), 0, 0, ARG(2), 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_accept")
-int enter_accept(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_ACCEPT, ARG(0), 0, 0, 0, 0, 0);
-}
-
-SEC("tracepoint/syscalls/sys_enter_accept4")
-int enter_accept4(struct syscall_enter_ctx *ctx)
-{
-	return stash(EV_ACCEPT, ARG(0), 0, 0, 0, 0, 0);
 }
 
 /* sock_addr builds a sockaddr_in/in6 of sk's peer in data at off. */
@@ -681,15 +496,9 @@ static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32
 	return 2;
 }
 
-static __always_inline int report_sock(struct syscall_exit_ctx *ctx)
+static __always_inline int report_sock(struct pending v, long ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
-	if (!pv)
-		return 0;
-	struct pending v = *pv;
-	bpf_map_delete_elem(&pending, &id);
-	if (v.kind == EV_ACCEPT && ctx->ret == -EAGAIN)
+	if (v.kind == EV_ACCEPT && ret == -EAGAIN)
 		return 0; /* a non-blocking accept found nobody: not an event */
 	struct proc_info *pi = current_proc();
 	struct scratch *s = get_scratch();
@@ -699,13 +508,13 @@ static __always_inline int report_sock(struct syscall_exit_ctx *ctx)
 	struct task_struct *t = (void *)bpf_get_current_task();
 	struct ev_sock *e = (void *)s->b;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
-	e->result = ctx->ret;
+	e->result = ret;
 	e->fd = v.dfd;
 	e->proto = 0;
 	__u32 n = 0;
 	if (v.kind == EV_ACCEPT) {
-		if (ctx->ret >= 0) {
-			struct sock *sk = fd_sock(t, ctx->ret);
+		if (ret >= 0) {
+			struct sock *sk = fd_sock(t, ret);
 			if (sk) {
 				n = sock_addr(sk, s, 0);
 				e->proto = BPF_CORE_READ(sk, sk_protocol);
@@ -723,18 +532,6 @@ static __always_inline int report_sock(struct syscall_exit_ctx *ctx)
 	submit_scratch(s, n);
 	return 0;
 }
-
-SEC("tracepoint/syscalls/sys_exit_connect")
-int exit_connect(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
-
-SEC("tracepoint/syscalls/sys_exit_bind")
-int exit_bind(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
-
-SEC("tracepoint/syscalls/sys_exit_accept")
-int exit_accept(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
-
-SEC("tracepoint/syscalls/sys_exit_accept4")
-int exit_accept4(struct syscall_exit_ctx *ctx) { return report_sock(ctx); }
 
 /* ---- DNS: messages the tree sends to port 53 ---- */
 
@@ -787,18 +584,6 @@ static __always_inline int report_dns(long fd, __u64 uaddr, __u32 alen, __u64 bu
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_enter_sendto")
-int enter_sendto(struct syscall_enter_ctx *ctx)
-{
-	return report_dns(ARG(0), ARG(4), ARG(5), ARG(1), ARG(2));
-}
-
-SEC("tracepoint/syscalls/sys_enter_write")
-int enter_write(struct syscall_enter_ctx *ctx)
-{
-	return report_dns(ARG(0), 0, 0, ARG(1), ARG(2));
-}
-
 /* user_msghdr: name (0), namelen (8), iov (16), iovlen (24), ... size 56 */
 static __always_inline int report_msg(long fd, __u64 umsg)
 {
@@ -811,25 +596,107 @@ static __always_inline int report_msg(long fd, __u64 umsg)
 	return report_dns(fd, m[0], (__u32)m[1], iov[0], iov[1]);
 }
 
-SEC("tracepoint/syscalls/sys_enter_sendmsg")
-int enter_sendmsg(struct syscall_enter_ctx *ctx)
+/* ---- the syscall dispatch ---- */
+
+#define A(i) SYSARG##i(regs)
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	if (!current_proc())
 		return 0;
-	return report_msg(ARG(0), ARG(1));
+	switch (id) {
+	case NR_openat:
+		return stash(EV_OPEN, A(0), A(1), NO_BASE, 0, A(2), A(3));
+	case NR_open:
+		return stash(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, A(1), A(2));
+	case NR_creat:
+		return stash(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, A(1));
+	case NR_openat2: {
+		__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
+		bpf_probe_read_user(&how, sizeof(how), (void *)A(2));
+		return stash(EV_OPEN, A(0), A(1), NO_BASE, 0, how[0], how[1]);
+	}
+	case NR_rename:
+		return stash(EV_RENAME, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
+	case NR_renameat:
+		return stash(EV_RENAME, A(0), A(1), A(2), A(3), 0, 0);
+	case NR_renameat2:
+		return stash(EV_RENAME, A(0), A(1), A(2), A(3), A(4), 0);
+	case NR_unlink:
+		return stash(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, 0, 0);
+	case NR_rmdir:
+		return stash(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, AT_REMOVEDIR, 0);
+	case NR_unlinkat:
+		return stash(EV_UNLINK, A(0), A(1), NO_BASE, 0, A(2), 0);
+	case NR_mkdir:
+		return stash(EV_MKDIR, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
+	case NR_mkdirat:
+		return stash(EV_MKDIR, A(0), A(1), NO_BASE, 0, 0, A(2));
+	case NR_chmod:
+		return stash(EV_CHMOD, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
+	case NR_fchmodat:
+		return stash(EV_CHMOD, A(0), A(1), NO_BASE, 0, 0, A(2));
+	case NR_fchmodat2:
+		return stash(EV_CHMOD, A(0), A(1), NO_BASE, 0, A(3), A(2));
+	case NR_fchmod:
+		/* no path: the base is the fd's own path */
+		return stash(EV_CHMOD, A(0), 0, NO_BASE, 0, 0, A(1));
+	/* link kinds: p1 is the existing target, p2 the new name. A
+	 * symlink's target is text, resolved against nothing; flags bit 31
+	 * marks a symbolic link for user space. */
+	case NR_link:
+		return stash(EV_LINK, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
+	case NR_linkat:
+		return stash(EV_LINK, A(0), A(1), A(2), A(3), A(4), 0);
+	case NR_symlink:
+		return stash(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), 1u << 31, 0);
+	case NR_symlinkat:
+		return stash(EV_LINK, NO_BASE, A(0), A(1), A(2), 1u << 31, 0);
+	case NR_connect:
+		return stash(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
+	case NR_bind:
+		return stash(EV_BIND, A(0), A(1), 0, 0, A(2), 0);
+	case NR_accept:
+	case NR_accept4:
+		return stash(EV_ACCEPT, A(0), 0, 0, 0, 0, 0);
+	/* DNS: what the tree sends to port 53, however it sends it. */
+	case NR_sendto:
+		return report_dns(A(0), A(4), A(5), A(1), A(2));
+	case NR_write:
+		return report_dns(A(0), 0, 0, A(1), A(2));
+	case NR_sendmsg:
+		return report_msg(A(0), A(1));
+	case NR_sendmmsg: {
+		/* glibc sends the A and AAAA queries together with sendmmsg. */
+		__u64 fd = A(0), vec = A(1);
+		report_msg(fd, vec);
+		if (A(2) > 1)
+			report_msg(fd, vec + 64); /* sizeof(struct mmsghdr) */
+		return 0;
+	}
+	}
+	return 0;
 }
 
-/* glibc sends the A and AAAA queries together with sendmmsg. */
-SEC("tracepoint/syscalls/sys_enter_sendmmsg")
-int enter_sendmmsg(struct syscall_enter_ctx *ctx)
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	if (!current_proc())
 		return 0;
-	__u32 vlen = ARG(2);
-	report_msg(ARG(0), ARG(1));
-	if (vlen > 1)
-		report_msg(ARG(0), ARG(1) + 64); /* sizeof(struct mmsghdr) */
-	return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
+	if (!pv)
+		return 0;
+	struct pending v = *pv;
+	bpf_map_delete_elem(&pending, &id);
+	switch (v.kind) {
+	case EV_CONNECT:
+	case EV_BIND:
+	case EV_ACCEPT:
+		return report_sock(v, ret);
+	}
+	return report_path(v, ret);
 }
 
 /* ---- bytes per peer ---- */

@@ -197,23 +197,24 @@ struct linux_binprm {
 	const char *interp;
 };
 
+/* The registers a syscall's arguments arrive in (see syscalls.h). */
+#if defined(__TARGET_ARCH_x86)
+struct pt_regs {
+	unsigned long r10;
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long dx;
+	unsigned long si;
+	unsigned long di;
+	unsigned long orig_ax;
+};
+#elif defined(__TARGET_ARCH_arm64)
+struct pt_regs {
+	__u64 regs[31];
+	__u64 orig_x0;
+};
+#endif
+
 #pragma clang attribute pop
-
-/* Classic syscall tracepoint contexts: the layout tracefs prints for every
- * syscalls/sys_enter_* and sys_exit_* event (common header, syscall nr,
- * then each argument widened to 8 bytes). Stable ABI, no CO-RE needed. */
-struct syscall_enter_ctx {
-	u64 __common;
-	s32 nr;
-	u32 __pad;
-	u64 args[6];
-};
-
-struct syscall_exit_ctx {
-	u64 __common;
-	s32 nr;
-	u32 __pad;
-	s64 ret;
-};
 
 #endif

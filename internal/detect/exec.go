@@ -242,7 +242,7 @@ func (a *analysis) meaningful(e *event.Event) bool {
 // call explains, grouped by process tree, and what a call's processes did
 // after the call returned, grouped by call and tree.
 func (a *analysis) unattributedActivity() []Finding {
-	if a.in.Attribution == nil {
+	if a.in.Attribution == nil || a.in.Transcript == nil {
 		return nil // without a transcript everything is unattributed: nothing to tell apart
 	}
 	type key struct{ call, cat string }

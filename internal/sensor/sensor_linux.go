@@ -22,7 +22,7 @@ import (
 
 // ErrPermission is returned when the kernel refuses to load the programs
 // for lack of privilege.
-var ErrPermission = errors.New("tracing needs root (or CAP_BPF and CAP_PERFMON, and CAP_SYS_ADMIN where tracefs is not mounted): run it with sudo")
+var ErrPermission = errors.New("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo")
 
 // Options tune the sensor.
 type Options struct {
@@ -58,8 +58,7 @@ type Sensor struct {
 }
 
 // privileged reports whether this process may load and attach the
-// sensor: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON (tracefs mounting
-// needs CAP_SYS_ADMIN too, when tracefs is not mounted yet).
+// sensor: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON.
 func privileged() bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -68,25 +67,6 @@ func privileged() bool {
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
 	return has(unix.CAP_SYS_ADMIN) || has(unix.CAP_BPF) && has(unix.CAP_PERFMON)
-}
-
-// tracefsRoot is where classic tracepoints are looked up.
-const tracefsRoot = "/sys/kernel/tracing"
-
-// EnsureTracefs mounts tracefs at /sys/kernel/tracing when no tracefs is
-// mounted, since classic tracepoints need it to find their ids.
-func EnsureTracefs() error {
-	if _, err := os.Stat(tracefsRoot + "/events"); err == nil {
-		return nil
-	}
-	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err == nil {
-		return nil
-	}
-	if err := unix.Mount("tracefs", tracefsRoot, "tracefs", 0, ""); err != nil {
-		return fmt.Errorf("mount tracefs at %s: %w", tracefsRoot, err)
-	}
-	slog.Debug("mounted tracefs", "path", tracefsRoot)
-	return nil
 }
 
 // optionalBTF names the tp_btf programs that need a tracepoint not every
@@ -113,9 +93,6 @@ func New(opts Options) (*Sensor, error) {
 	// and loading still works for small maps.
 	if err := rlimit.RemoveMemlock(); err != nil {
 		slog.Debug("could not lift RLIMIT_MEMLOCK", "error", err)
-	}
-	if err := EnsureTracefs(); err != nil {
-		return nil, err
 	}
 	spec, err := loadPolygraph()
 	if err != nil {
@@ -171,29 +148,18 @@ func (s *Sensor) noteUnavailable(f string) {
 	s.unavailable = append(s.unavailable, f)
 }
 
-// attach attaches every loaded program to its hook, named by its section.
+// attach attaches every loaded program to its hook. All are tp_btf
+// (BTF-typed raw tracepoints): they need no tracefs, and detach at once.
 func (s *Sensor) attach(spec *ebpf.CollectionSpec) error {
 	for name, ps := range spec.Programs {
 		prog := s.coll.Programs[name]
 		if prog == nil {
 			continue
 		}
-		var l link.Link
-		var err error
-		switch {
-		case strings.HasPrefix(ps.SectionName, "tp_btf/"):
-			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
-		case strings.HasPrefix(ps.SectionName, "tracepoint/"):
-			parts := strings.SplitN(strings.TrimPrefix(ps.SectionName, "tracepoint/"), "/", 2)
-			if _, statErr := os.Stat(fmt.Sprintf("%s/events/%s/%s", tracefsRoot, parts[0], parts[1])); statErr != nil && !tracepointElsewhere(parts[0], parts[1]) {
-				// This architecture has no such syscall (open, creat, … on arm64).
-				slog.Debug("no tracepoint", "name", ps.SectionName)
-				continue
-			}
-			l, err = link.Tracepoint(parts[0], parts[1], prog, nil)
-		default:
-			err = fmt.Errorf("unknown section %q", ps.SectionName)
+		if !strings.HasPrefix(ps.SectionName, "tp_btf/") {
+			return fmt.Errorf("program %s: unexpected section %q", name, ps.SectionName)
 		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 				return ErrPermission
@@ -203,11 +169,6 @@ func (s *Sensor) attach(spec *ebpf.CollectionSpec) error {
 		s.links = append(s.links, l)
 	}
 	return nil
-}
-
-func tracepointElsewhere(group, name string) bool {
-	_, err := os.Stat(fmt.Sprintf("/sys/kernel/debug/tracing/events/%s/%s", group, name))
-	return err == nil
 }
 
 // Unavailable lists the features this kernel did not allow, for the
@@ -380,19 +341,11 @@ func (s *Sensor) Stop() {
 	})
 }
 
-// closeLinks detaches every program. Each detach waits for an RCU grace
-// period in the kernel (tens of ms); done one by one, 60 of them took
-// seconds, so they run in parallel.
+// closeLinks detaches every program.
 func (s *Sensor) closeLinks() {
-	var wg sync.WaitGroup
 	for _, l := range s.links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.Close()
-		}()
+		l.Close()
 	}
-	wg.Wait()
 	s.links = nil
 }
 

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Syscall numbers and argument registers per architecture, for the
+ * raw sys_enter/sys_exit tracepoints (which pass struct pt_regs and the
+ * syscall number). A negative number marks a syscall the architecture does not
+ * have (distinct, so they can share a switch).
+ */
+#ifndef __POLYGRAPH_SYSCALLS_H
+#define __POLYGRAPH_SYSCALLS_H
+
+#if defined(__TARGET_ARCH_x86)
+
+#define NR_write 1
+#define NR_open 2
+#define NR_creat 85
+#define NR_openat 257
+#define NR_openat2 437
+#define NR_rename 82
+#define NR_renameat 264
+#define NR_renameat2 316
+#define NR_unlink 87
+#define NR_rmdir 84
+#define NR_unlinkat 263
+#define NR_mkdir 83
+#define NR_mkdirat 258
+#define NR_chmod 90
+#define NR_fchmod 91
+#define NR_fchmodat 268
+#define NR_fchmodat2 452
+#define NR_link 86
+#define NR_linkat 265
+#define NR_symlink 88
+#define NR_symlinkat 266
+#define NR_connect 42
+#define NR_bind 49
+#define NR_accept 43
+#define NR_accept4 288
+#define NR_sendto 44
+#define NR_sendmsg 46
+#define NR_sendmmsg 307
+
+/* x86-64 syscall arguments: rdi, rsi, rdx, r10, r8, r9. */
+#define SYSARG0(r) BPF_CORE_READ(r, di)
+#define SYSARG1(r) BPF_CORE_READ(r, si)
+#define SYSARG2(r) BPF_CORE_READ(r, dx)
+#define SYSARG3(r) BPF_CORE_READ(r, r10)
+#define SYSARG4(r) BPF_CORE_READ(r, r8)
+#define SYSARG5(r) BPF_CORE_READ(r, r9)
+
+#elif defined(__TARGET_ARCH_arm64)
+
+/* asm-generic numbering: no open, creat, rename, unlink, rmdir, mkdir,
+ * chmod, link or symlink; their *at forms do the work. */
+#define NR_write 64
+#define NR_open -1
+#define NR_creat -2
+#define NR_openat 56
+#define NR_openat2 437
+#define NR_rename -3
+#define NR_renameat 38
+#define NR_renameat2 276
+#define NR_unlink -4
+#define NR_rmdir -5
+#define NR_unlinkat 35
+#define NR_mkdir -6
+#define NR_mkdirat 34
+#define NR_chmod -7
+#define NR_fchmod 52
+#define NR_fchmodat 53
+#define NR_fchmodat2 452
+#define NR_link -8
+#define NR_linkat 37
+#define NR_symlink -9
+#define NR_symlinkat 36
+#define NR_connect 203
+#define NR_bind 200
+#define NR_accept 202
+#define NR_accept4 242
+#define NR_sendto 206
+#define NR_sendmsg 211
+#define NR_sendmmsg 269
+
+/* arm64: x0..x5; x0 is overwritten by the return value, orig_x0 keeps it. */
+#define SYSARG0(r) BPF_CORE_READ(r, orig_x0)
+#define SYSARG1(r) BPF_CORE_READ(r, regs[1])
+#define SYSARG2(r) BPF_CORE_READ(r, regs[2])
+#define SYSARG3(r) BPF_CORE_READ(r, regs[3])
+#define SYSARG4(r) BPF_CORE_READ(r, regs[4])
+#define SYSARG5(r) BPF_CORE_READ(r, regs[5])
+
+#else
+#error "polygraph's sensor knows the syscalls of x86-64 and arm64 only"
+#endif
+
+#endif
