@@ -178,12 +178,22 @@ static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts
 	bpf_get_current_comm(&h->comm, sizeof(h->comm));
 }
 
+/* WAKEUP_BYTES: the reader is woken only once this much is waiting; it
+ * also drains the buffer on a short timer. Waking it for every record
+ * cost a syscall per event, most of the sensor's user-space CPU. */
+#define WAKEUP_BYTES (256 << 10)
+
+static __always_inline __u64 wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void submit_scratch(struct scratch *s, __u32 data_len)
 {
 	__u64 size = DATA_OFF + (data_len & 0x1FFFF);
 	if (size > SCRATCH_SIZE)
 		size = SCRATCH_SIZE;
-	if (bpf_ringbuf_output(&events, s->b, size, 0))
+	if (bpf_ringbuf_output(&events, s->b, size, wakeup()))
 		count_lost(0);
 }
 
@@ -320,7 +330,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	e->child_pid = cpid;
 	e->_pad0 = 0;
 	e->child_image_ns = now;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wakeup());
 	return 0;
 }
 
@@ -408,7 +418,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		e->rchar = BPF_CORE_READ(p, ioac.rchar) + BPF_CORE_READ(sig, ioac.rchar);
 		e->wchar = BPF_CORE_READ(p, ioac.wchar) + BPF_CORE_READ(sig, ioac.wchar);
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wakeup());
 	bpf_map_delete_elem(&tracked, &tgid);
 	return 0;
 }

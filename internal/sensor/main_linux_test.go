@@ -67,10 +67,7 @@ func TestMain(m *testing.M) {
 			}}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			_, err := r.LookupHost(ctx, os.Args[2])
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
+			r.LookupHost(ctx, os.Args[2]) // the fake server answers NXDOMAIN: only the query matters
 			os.Exit(0)
 		}
 	}

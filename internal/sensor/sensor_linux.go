@@ -233,10 +233,19 @@ func (s *Sensor) emit(ev *event.Event) {
 	}
 }
 
+// drainEvery is how often the reader drains the ring buffer when the
+// kernel did not wake it (it wakes it only once WAKEUP_BYTES wait).
+const drainEvery = 50 * time.Millisecond
+
 func (s *Sensor) readLoop() {
 	var rec ringbuf.Record
+	s.reader.SetDeadline(time.Now().Add(drainEvery))
 	for {
 		err := s.reader.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.reader.SetDeadline(time.Now().Add(drainEvery))
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, ringbuf.ErrFlushed) {
 				// Tracing stopped: the processes still alive get their

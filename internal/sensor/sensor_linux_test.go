@@ -337,13 +337,16 @@ func TestRecordCommandNotFound(t *testing.T) {
 func TestAttach(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 0.5; sh -c 'echo hi > attached.txt'; sleep 0.2")
+	// The tree waits for the session to exist (loading the sensor takes a
+	// while on a busy machine), then writes.
+	cmd := exec.Command("sh", "-c", "while [ ! -e go ]; do sleep 0.05; done; sleep 0.3; sh -c 'echo hi > attached.txt'; sleep 0.2")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go cmd.Wait()
-	res, err := Record(context.Background(), RecordOptions{Home: t.TempDir(), Mode: "attach", AttachPID: cmd.Process.Pid})
+	res, err := Record(context.Background(), RecordOptions{Home: t.TempDir(), Mode: "attach", AttachPID: cmd.Process.Pid,
+		Started: func(session.Meta) { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) }})
 	testenv.Feature(t, "BPF sensor", err)
 	r, err := session.Open(res.Meta.Path)
 	if err != nil {
