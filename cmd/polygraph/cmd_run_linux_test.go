@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -168,4 +169,52 @@ func TestRunSIGKILLed(t *testing.T) {
 		t.Errorf("only %d file writes survived the kill; want those flushed before it (≈ all but the last second)", n)
 	}
 	t.Logf("%d writes recorded before SIGKILL", n)
+}
+
+// TestRunForwardsInterrupt: without a terminal, SIGINT to polygraph
+// reaches the command, and polygraph exits with the command's status.
+func TestRunForwardsInterrupt(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	cmd := polygraphCmd(t, home, "run", "--linger", "0s", "--transcript", "none", "--", "sleep", "30")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "recording session") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	start := time.Now()
+	code := exitCodeOf(t, cmd.Wait())
+	if code != 128+int(syscall.SIGINT) {
+		t.Fatalf("exit %d, want 130 (sleep killed by the forwarded SIGINT); stderr:\n%s", code, stderr.String())
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %v after SIGINT", time.Since(start))
+	}
+	if !strings.Contains(stderr.String(), "killed by signal 2") {
+		t.Errorf("the report does not say the command was killed by SIGINT:\n%s", stderr.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
