@@ -34,6 +34,10 @@ type Options struct {
 // ErrNothing is returned when neither a session nor a transcript is given.
 var ErrNothing = errors.New("nothing to report: give a SESSION, --transcript FILE, or both")
 
+// maxPresize bounds the events slice Analyze sizes from the session's
+// event count, which a damaged file could overstate.
+const maxPresize = 1 << 24
+
 // Analyze reads the session and the transcript, attributes the events,
 // runs the rules and builds the report.
 func Analyze(o Options) (*Report, error) {
@@ -58,6 +62,9 @@ func Analyze(o Options) (*Report, error) {
 		m := r.Meta()
 		meta = &m
 		sum = NewSummary(uint32(m.RootPID))
+		// Sized up front: growing a million-event slice by doubling
+		// copies it a dozen times and leaves the old arrays to the GC.
+		events = make([]*event.Event, 0, min(m.Events, maxPresize))
 		if err := r.Events(session.Filter{}, func(e *event.Event) error {
 			events = append(events, e)
 			sum.Observe(e)

@@ -191,7 +191,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	if r.KernelEvidence && r.Transcript == nil {
-		fmt.Fprintf(&b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", len(r.Unattributed), r.Session.ID)
+		fmt.Fprintf(&b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, r.Session.ID)
 	} else if r.KernelEvidence {
 		fmt.Fprintf(&b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
 		for i, e := range r.Unattributed {

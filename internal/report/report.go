@@ -18,17 +18,21 @@ import (
 // agent said and what the kernel saw, what nothing explains, and the
 // findings. Its JSON form is the --format json document.
 type Report struct {
-	Session        *session.Meta   `json:"session,omitempty"`
-	Transcript     *TranscriptInfo `json:"transcript,omitempty"`
-	KernelEvidence bool            `json:"kernel_evidence"`
-	Notes          []string        `json:"notes,omitempty"`
-	Summary        *Summary        `json:"summary,omitempty"`
-	ToolCalls      []*ToolCallView `json:"tool_calls"`
+	Session        *session.Meta       `json:"session,omitempty"`
+	Transcript     *TranscriptInfo     `json:"transcript,omitempty"`
+	KernelEvidence bool                `json:"kernel_evidence"`
+	Notes          []string            `json:"notes,omitempty"`
+	Summary        *Summary            `json:"summary,omitempty"`
+	ToolCalls      []*ToolCallView     `json:"tool_calls"`
 	Claims         []*transcript.Claim `json:"claims"`
 	// Attributed counts events per attribution reason.
-	Attributed   map[correlate.Reason]int `json:"attributed,omitempty"`
-	Unattributed []*event.Event           `json:"unattributed"`
-	Findings     []detect.Finding         `json:"findings"`
+	Attributed map[correlate.Reason]int `json:"attributed,omitempty"`
+	// UnattributedCount counts the events nothing explains; Unattributed
+	// lists them when there is a transcript to hold them against (without
+	// one every event is unattributed, and `polygraph events` lists them).
+	UnattributedCount int              `json:"unattributed_count"`
+	Unattributed      []*event.Event   `json:"unattributed"`
+	Findings          []detect.Finding `json:"findings"`
 }
 
 // TranscriptInfo names the transcript the report read.
@@ -105,7 +109,10 @@ func Build(meta *session.Meta, sum *Summary, tr *transcript.Transcript, attr *co
 	}
 	if attr != nil {
 		r.Attributed = attr.Counts
-		r.Unattributed = append(r.Unattributed, attr.Unattributed...)
+		r.UnattributedCount = len(attr.Unattributed)
+		if tr != nil {
+			r.Unattributed = append(r.Unattributed, attr.Unattributed...)
+		}
 	}
 	return r
 }

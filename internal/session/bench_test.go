@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
@@ -63,4 +64,83 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// readBenchEvents is the session BenchmarkReadEvents reads: about what an
+// agent's recording holds, in the proportions bench/synth.go uses.
+const readBenchEvents = 200_000
+
+// synthEvents returns n events shaped like an agent's recording: shells
+// forking and exec'ing short programs (~2 % exec, as many forks and
+// exits), each opening libraries and project files (~90 % opens, 5,000
+// distinct paths, the most used first), some connecting out.
+func synthEvents(n int) []*event.Event {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ts := t0
+	out := make([]*event.Event, 0, n)
+	add := func(e *event.Event) {
+		ts = ts.Add(time.Duration(50+rng.IntN(100)) * time.Microsecond)
+		e.TS = ts
+		out = append(out, e)
+	}
+	comms := []string{"git", "grep", "cat", "go", "node", "sed"}
+	pid := uint32(2000)
+	for len(out) < n {
+		pid++
+		comm := comms[rng.IntN(len(comms))]
+		startNS := uint64(ts.UnixNano())
+		fork := event.ExecID(pid, startNS)
+		self := event.ExecID(pid, startNS+1000)
+		add(&event.Event{Kind: event.KindFork, PID: 1000, TID: 1000, PPID: 999, Comm: "sh", ExecID: "1000-1", ChildPID: pid, ChildExecID: fork})
+		base := func(k event.Kind) *event.Event {
+			return &event.Event{Kind: k, PID: pid, TID: pid, PPID: 1000, Comm: comm, ExecID: self, ParentExecID: fork}
+		}
+		ex := base(event.KindExec)
+		ex.Path, ex.Argv, ex.Cwd, ex.UID = "/usr/bin/"+comm, []string{comm, "--flag", "arg"}, "/home/dev/project", event.Ptr(uint32(1000))
+		add(ex)
+		for range 1 + rng.IntN(80) {
+			e := base(event.KindOpen)
+			f := int(5000 * rng.Float64() * rng.Float64())
+			e.Path, e.Access, e.Flags = fmt.Sprintf("/home/dev/project/internal/pkg%02d/file%04d.go", f%40, f), "read", event.Ptr(uint32(0x80000))
+			if rng.IntN(50) == 0 {
+				e.Access, e.Flags = "write,create", event.Ptr(uint32(0x80241))
+			}
+			e.Result = event.Ptr(int64(3 + rng.IntN(20)))
+			add(e)
+		}
+		if rng.IntN(8) == 0 {
+			c := base(event.KindConnect)
+			c.Family, c.Proto, c.Addr, c.Port, c.Result = "ipv4", "tcp", fmt.Sprintf("140.82.%d.%d", rng.IntN(4), rng.IntN(250)), 443, event.Ptr(int64(0))
+			add(c)
+		}
+		e := base(event.KindExit)
+		e.ExitCode, e.DurationNS, e.CPUNS, e.MaxRSSKB = event.Ptr(0), uint64(rng.IntN(2e9)), uint64(rng.IntN(1e9)), uint64(2000+rng.IntN(100000))
+		add(e)
+	}
+	return out[:n]
+}
+
+// BenchmarkReadEvents measures Reader.Events over a recorded session of
+// readBenchEvents events (see synthEvents), as `polygraph report` reads
+// it: every event, kept. events/s and B/event are per event read;
+// allocs/op and B/op are per whole read.
+func BenchmarkReadEvents(b *testing.B) {
+	path := record(b, b.TempDir(), synthEvents(readBenchEvents))
+	r := openT(b, path)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		evs := make([]*event.Event, 0, readBenchEvents)
+		if err := r.Events(Filter{}, func(e *event.Event) error {
+			evs = append(evs, e)
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if len(evs) != readBenchEvents {
+			b.Fatalf("read %d events, want %d", len(evs), readBenchEvents)
+		}
+	}
+	b.ReportMetric(float64(b.N*readBenchEvents)/time.Since(start).Seconds(), "events/s")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -207,74 +209,243 @@ func (r *Reader) Meta() Meta { return r.meta }
 func (r *Reader) Path() string { return r.path }
 
 // Events calls fn for every event f selects, in seq order, streaming. An
-// error from fn stops the walk and is returned as is.
+// error from fn stops the walk and is returned as is. fn may keep the
+// events; those of one call share their repeated strings (paths, comm,
+// exec ids, ...), so a million of them cost little more than the events.
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
-	var where []string
-	var args []any
-	if len(f.Kinds) > 0 {
-		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
-		for _, k := range f.Kinds {
-			args = append(args, string(k))
-		}
+	var fnErr error
+	err := r.raw(func(c driverConn) error {
+		return readEvents(c, f, func(ev *event.Event) error {
+			fnErr = fn(ev)
+			return fnErr
+		})
+	})
+	if fnErr != nil {
+		return fnErr
 	}
-	if len(f.PIDs) > 0 {
-		where = append(where, "e.pid IN ("+placeholders(len(f.PIDs))+")")
-		for _, p := range f.PIDs {
-			args = append(args, int64(p))
-		}
-	}
-	q := `SELECT e.seq, e.ts, e.kind, e.pid, e.tid, e.ppid, e.comm, e.exec_id, e.parent_exec_id,
-		p.s, p2.s, e.data
-		FROM events e
-		LEFT JOIN strings p ON p.id = e.path
-		LEFT JOIN strings p2 ON p2.id = e.path2`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY e.seq"
-	rows, err := r.db.QueryContext(context.Background(), q, args...)
 	if err != nil {
-		return fmt.Errorf("read session %s: %w", r.path, explain(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		ev, err := scanEvent(rows)
-		if err != nil {
-			return fmt.Errorf("read session %s: %w", r.path, explain(err))
-		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read session %s: %w", r.path, explain(err))
 	}
 	return nil
 }
 
-// scanEvent decodes the current row of the Events query.
-func scanEvent(rows *sql.Rows) (*event.Event, error) {
-	var (
-		seq, ts, pid, tid, ppid int64
-		kind, comm, execID      string
-		parent, path, path2     sql.NullString
-		data                    []byte
-	)
-	if err := rows.Scan(&seq, &ts, &kind, &pid, &tid, &ppid, &comm, &execID, &parent, &path, &path2, &data); err != nil {
+// raw runs f on one of the pool's connections, at the driver level:
+// database/sql's locking, Scan conversions and copies cost about a second
+// per million rows.
+func (r *Reader) raw(f func(driverConn) error) error {
+	ctx := context.Background()
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(driverConn)
+		if !ok {
+			return fmt.Errorf("sqlite driver connection %T lacks ExecContext or PrepareContext", dc)
+		}
+		return f(c)
+	})
+}
+
+// readEvents reads the events f selects on c, in one read transaction so
+// that the strings table it loads first has every path the events refer
+// to, even on a session a writer is still appending to.
+func readEvents(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
+	ctx := context.Background()
+	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := c.ExecContext(ctx, "ROLLBACK", nil); err == nil {
+			err = rerr
+		}
+	}()
+	in := newInterner()
+	paths, err := loadStrings(c, in)
+	if err != nil {
+		return err
+	}
+	var where []string
+	var args []driver.NamedValue
+	arg := func(v driver.Value) { args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v}) }
+	if len(f.Kinds) > 0 {
+		where = append(where, "kind IN ("+placeholders(len(f.Kinds))+")")
+		for _, k := range f.Kinds {
+			arg(string(k))
+		}
+	}
+	if len(f.PIDs) > 0 {
+		where = append(where, "pid IN ("+placeholders(len(f.PIDs))+")")
+		for _, p := range f.PIDs {
+			arg(int64(p))
+		}
+	}
+	q := "SELECT " + eventCols + " FROM events"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq"
+	rows, err := query(c, q, args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	row := make([]driver.Value, nEventCols)
+	for {
+		if err := rows.Next(row); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		ev, err := scanEvent(row, paths, in)
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// query runs q on c.
+func query(c driverConn, q string, args []driver.NamedValue) (driver.Rows, error) {
+	st, err := c.PrepareContext(context.Background(), q)
+	if err != nil {
 		return nil, err
 	}
-	ev := &event.Event{
-		Seq: uint64(seq), TS: timeOf(ts), Kind: event.Kind(kind),
-		PID: uint32(pid), TID: uint32(tid), PPID: uint32(ppid),
-		Comm: comm, ExecID: execID, ParentExecID: parent.String,
-		Path: path.String, Path2: path2.String,
+	qc, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		st.Close()
+		return nil, fmt.Errorf("sqlite driver statement %T lacks QueryContext", st)
+	}
+	rows, err := qc.QueryContext(context.Background(), args)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return stmtRows{rows, st}, nil
+}
+
+// stmtRows closes its statement with the rows.
+type stmtRows struct {
+	driver.Rows
+	st driver.Stmt
+}
+
+func (r stmtRows) Close() error { return errors.Join(r.Rows.Close(), r.st.Close()) }
+
+// loadStrings reads the strings table: the paths events refer to by id.
+func loadStrings(c driverConn, in *interner) (*pathTable, error) {
+	rows, err := query(c, "SELECT id, s FROM strings ORDER BY id", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	t := &pathTable{dense: []string{""}}
+	row := make([]driver.Value, 2)
+	for {
+		if err := rows.Next(row); err == io.EOF {
+			return t, nil
+		} else if err != nil {
+			return nil, err
+		}
+		id, err := intCol(row[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: strings: %v", ErrCorrupt, err)
+		}
+		t.add(id, in.str(textCol(row[1])))
+	}
+}
+
+// pathTable maps strings ids to paths. The writer numbers them 1, 2, 3,
+// ...: they index a slice; any other id (a hand-edited file) goes to a map.
+type pathTable struct {
+	dense  []string
+	sparse map[int64]string
+}
+
+func (t *pathTable) add(id int64, s string) {
+	if id == int64(len(t.dense)) {
+		t.dense = append(t.dense, s)
+		return
+	}
+	if t.sparse == nil {
+		t.sparse = map[int64]string{}
+	}
+	t.sparse[id] = s
+}
+
+// get returns the path of a path column's value: "" for NULL and, as the
+// LEFT JOIN of events_view gives it, for an id not in the table.
+func (t *pathTable) get(v driver.Value) string {
+	id, ok := v.(int64)
+	if !ok {
+		return ""
+	}
+	if id >= 0 && id < int64(len(t.dense)) {
+		return t.dense[id]
+	}
+	return t.sparse[id]
+}
+
+// scanEvent decodes one row of the events query (eventCols).
+func scanEvent(row []driver.Value, paths *pathTable, in *interner) (*event.Event, error) {
+	var ints [5]int64 // seq, ts, pid, tid, ppid
+	for i, col := range [...]int{0, 1, 3, 4, 5} {
+		v, err := intCol(row[col])
+		if err != nil {
+			return nil, fmt.Errorf("%w: event %v: %s: %v", ErrCorrupt, row[0], strings.Split(eventCols, ", ")[col], err)
+		}
+		ints[i] = v
+	}
+	seq := ints[0]
+	// Field by field: a composite literal would copy all 496 bytes of
+	// the event, with write barriers, into memory that is already zero.
+	ev := in.event()
+	ev.Seq, ev.TS, ev.Kind = uint64(seq), timeOf(ints[1]), in.kind(textCol(row[2]))
+	ev.PID, ev.TID, ev.PPID = uint32(ints[2]), uint32(ints[3]), uint32(ints[4])
+	ev.Comm, ev.ExecID, ev.ParentExecID = in.str(textCol(row[6])), in.str(textCol(row[7])), in.str(textCol(row[8]))
+	ev.Path, ev.Path2 = paths.get(row[9]), paths.get(row[10])
+	var data []byte
+	switch v := row[11].(type) {
+	case []byte: // appendData's bytes are stored as a BLOB
+		data = v
+	case string:
+		data = []byte(v)
 	}
 	if len(data) > 0 {
-		if err := decodeData(data, ev); err != nil {
+		if err := decodeDataInterned(data, ev, in); err != nil {
 			return nil, fmt.Errorf("%w: event %d: %v", ErrCorrupt, seq, err)
 		}
 	}
 	return ev, nil
+}
+
+// intCol is an INTEGER column's value.
+func intCol(v driver.Value) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		return strconv.ParseInt(v, 10, 64)
+	case []byte:
+		return strconv.ParseInt(string(v), 10, 64)
+	}
+	return 0, fmt.Errorf("not an integer: %T", v)
+}
+
+// textCol is a TEXT column's value ("" for NULL).
+func textCol(v driver.Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 // placeholders returns "?, ?, ..." with n marks.

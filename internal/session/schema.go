@@ -96,9 +96,17 @@ type dataView struct {
 // omitted is a placeholder that never appears in JSON (see dataView).
 type omitted struct{}
 
-// decodeData fills the non-column fields of ev from a data column.
+// decodeData fills the non-column fields of ev from a data column. It is
+// the reference decodeDataFast defers to for what it does not handle.
 func decodeData(data []byte, ev *event.Event) error {
 	return json.Unmarshal(data, &dataView{Event: ev})
+}
+
+// columnsOf returns ev with only the fields stored as columns, those
+// dataView shadows, set.
+func columnsOf(ev *event.Event) event.Event {
+	return event.Event{Seq: ev.Seq, TS: ev.TS, Kind: ev.Kind, PID: ev.PID, TID: ev.TID, PPID: ev.PPID,
+		Comm: ev.Comm, ExecID: ev.ExecID, ParentExecID: ev.ParentExecID, Path: ev.Path, Path2: ev.Path2}
 }
 
 // tsOf converts an event time to the ts column; the zero time is stored as 0.
