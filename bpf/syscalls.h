@@ -46,6 +46,8 @@
 #define SYSARG3(r) BPF_CORE_READ(r, r10)
 #define SYSARG4(r) BPF_CORE_READ(r, r8)
 #define SYSARG5(r) BPF_CORE_READ(r, r9)
+/* The syscall number, still there at sys_exit. */
+#define SYSNR(r) BPF_CORE_READ(r, orig_ax)
 
 #elif defined(__TARGET_ARCH_arm64)
 
@@ -87,6 +89,7 @@
 #define SYSARG3(r) BPF_CORE_READ(r, regs[3])
 #define SYSARG4(r) BPF_CORE_READ(r, regs[4])
 #define SYSARG5(r) BPF_CORE_READ(r, regs[5])
+#define SYSNR(r) BPF_CORE_READ(r, syscallno)
 
 #else
 #error "polygraph's sensor knows the syscalls of x86-64 and arm64 only"

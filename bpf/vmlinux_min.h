@@ -221,6 +221,7 @@ struct pt_regs {
 struct pt_regs {
 	__u64 regs[31];
 	__u64 orig_x0;
+	__s32 syscallno;
 };
 #endif
 
