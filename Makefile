@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/polygraph
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test demo generate check-generate vet agents
+.PHONY: build test demo bench generate check-generate vet agents
 
 build:
 	$(GO) build -o $(BIN) ./cmd/polygraph
@@ -28,6 +28,11 @@ agents:
 # The main job on the built-in demo workload.
 demo: build
 	$(SUDO) ./$(BIN) demo
+
+# The cost bench (docs/bench.md): bare vs polygraph, strace, auditd and
+# bpftrace, interleaved; installs the tracers from Debian. About 15-20 min.
+bench:
+	$(SUDO) env "PATH=$$PATH" $(GO) run ./bench
 
 # Rebuild bpf/*.c into the committed objects (needs clang, llvm, libbpf-dev).
 generate:
