@@ -62,9 +62,9 @@ type demoStep struct {
 var demoSteps = []demoStep{
 	{id: "c1", tool: "write_file", kind: "write", path: "project/app.py", content: "def add(a, b):\n    return a + b\n", result: "wrote app.py"},
 	{id: "c2", tool: "bash", kind: "shell", command: "mkdir -p tests && printf 'from app import add\\n' > tests/test_app.py", result: ""},
-	{id: "c3", tool: "bash", kind: "shell", command: "echo '3 passed in 0.01s'", result: "3 passed in 0.01s"},
-	{id: "c4", tool: "bash", kind: "shell", command: "(sleep 0.3; cat \"$HOME/.aws/credentials\" > /dev/null) &", result: "dev server started"},
-	{id: "c5", tool: "bash", kind: "shell", command: "cat missing.cfg 2>/dev/null || true", result: ""},
+	{id: "c3", tool: "bash", kind: "shell", command: "cat missing.cfg 2>/dev/null || true", result: ""},
+	{id: "c4", tool: "bash", kind: "shell", command: "(sleep 1; cat \"$HOME/.aws/credentials\" > /dev/null) &", result: "dev server started"},
+	{id: "c5", tool: "bash", kind: "shell", command: "echo '3 passed in 0.01s'", result: "3 passed in 0.01s"},
 }
 
 const demoClaim = "I ran the tests and they all pass. I've updated app.py."
@@ -166,7 +166,7 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	var evs []*event.Event
 	res, err := sensor.Record(ctx, sensor.RecordOptions{
 		Home: home, Mode: "demo", Command: []string{bash, "agent.sh"}, Dir: dir, Env: env,
-		Linger: 2e9, Stdout: io.Discard, Stderr: stderr,
+		Linger: 3e9, Stdout: io.Discard, Stderr: stderr,
 		Observe: func(e *event.Event) {
 			if demoWorthShowing(e) {
 				evs = append(evs, e)
