@@ -214,7 +214,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 	for i, p := range progs {
 		progs[i] = fmt.Sprintf("%s×%d", p, s.Programs[p])
 	}
-	fmt.Fprintf(&b, "  processes  %d started, %d execs: %s\n", s.Processes, s.Execs, listed(progs, 5))
+	if len(progs) > 0 {
+		fmt.Fprintf(&b, "  processes  %d started, %d execs: %s\n", s.Processes, s.Execs, listed(progs, 5))
+	} else {
+		fmt.Fprintf(&b, "  processes  %d started, no execs\n", s.Processes)
+	}
 	fmt.Fprintf(&b, "  files      %d written, %d read, %d failed opens\n", len(s.FilesWritten), s.FilesRead, s.FailedOpens)
 	for i, f := range s.FilesWritten {
 		if i == 8 {
