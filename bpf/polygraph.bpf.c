@@ -36,11 +36,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_CREAT 0100
 #define O_TRUNC 01000
 #define AT_REMOVEDIR 0x200
-#define NO_BASE -1000
+#define NO_BASE -1000 /* op.dfd value: do not resolve this path */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
  * so the mask the verifier needs is not optimised away. */
-#define bounded(v, max) ({ __u64 __v = (v) > (max) ? (max) : (v); asm volatile("" : "+r"(__v)); __v; }) /* pending.dfd value: do not resolve this path */
+#define bounded(v, max) ({ __u64 __v = (v) > (max) ? (max) : (v); asm volatile("" : "+r"(__v)); __v; })
 
 /* Every variable-length record is built in a scratch buffer whose data
  * part starts at DATA_OFF, then copied to the ring buffer with its real
@@ -97,9 +97,8 @@ struct {
 	__type(value, struct proc_info);
 } tracked SEC(".maps");
 
-/* pending carries a syscall's arguments from sys_enter to sys_exit, keyed
- * by pid_tgid (one syscall in flight per thread). */
-struct pending {
+/* op is one file or socket syscall as sys_exit reports it. */
+struct op {
 	__u8 kind;
 	__u8 _pad[3];
 	__s32 dfd;
@@ -110,13 +109,6 @@ struct pending {
 	__u64 p1;
 	__u64 p2;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* a thread that dies in a syscall leaves its entry */
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct pending);
-} pending SEC(".maps");
 
 /* scratch: one buffer per CPU (an array indexed by CPU id, because
  * per-CPU maps cap values at 32 KiB). The loader sizes it to the number
@@ -423,19 +415,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	return 0;
 }
 
-/* ---- file operations: stash at enter, report at exit with the result ---- */
-
-/* stash keeps a traced thread's syscall arguments until its exit. */
-static __always_inline int stash(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pending v = {
-		.kind = kind, .dfd = dfd, .dfd2 = dfd2, .flags = flags, .mode = mode, .p1 = p1, .p2 = p2,
-	};
-	if (bpf_map_update_elem(&pending, &id, &v, BPF_ANY))
-		count_lost(1);
-	return 0;
-}
+/* ---- file and socket operations, reported at sys_exit with their result ---- */
 
 static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch *s, __u32 off, __u64 up,
 					   __s32 dfd, __u16 *plen, __u16 *blen, __u8 *flags)
@@ -449,7 +429,7 @@ static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch
 	return n + b;
 }
 
-static __always_inline int report_path(struct pending v, long ret)
+static __always_inline int report_path(struct op v, long ret)
 {
 	struct proc_info *pi = current_proc();
 	struct scratch *s = get_scratch();
@@ -506,7 +486,7 @@ static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32
 	return 2;
 }
 
-static __always_inline int report_sock(struct pending v, long ret)
+static __always_inline int report_sock(struct op v, long ret)
 {
 	if (v.kind == EV_ACCEPT && ret == -EAGAIN)
 		return 0; /* a non-blocking accept found nobody: not an event */
@@ -610,10 +590,10 @@ static __always_inline int report_msg(long fd, __u64 umsg)
 
 #define A(i) SYSARG##i(regs)
 
-/* stashed reports whether a syscall's arguments wait in pending for its
- * exit. Both programs test the number before any map lookup: they run for
- * every syscall of every process, and most are none of these. */
-static __always_inline bool stashed(long id)
+/* at_exit reports whether sys_exit reports this syscall. Both programs
+ * test the number before any map lookup: they run for every syscall of
+ * every process, and most are none of the hooked ones. */
+static __always_inline bool at_exit(long id)
 {
 	switch (id) {
 	case NR_openat: case NR_open: case NR_creat: case NR_openat2:
@@ -631,65 +611,11 @@ static __always_inline bool stashed(long id)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
-	if (!stashed(id) && id != NR_sendto && id != NR_write && id != NR_sendmsg && id != NR_sendmmsg)
+	if (id != NR_sendto && id != NR_write && id != NR_sendmsg && id != NR_sendmmsg)
 		return 0;
 	if (!current_proc())
 		return 0;
 	switch (id) {
-	case NR_openat:
-		return stash(EV_OPEN, A(0), A(1), NO_BASE, 0, A(2), A(3));
-	case NR_open:
-		return stash(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, A(1), A(2));
-	case NR_creat:
-		return stash(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, A(1));
-	case NR_openat2: {
-		__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
-		bpf_probe_read_user(&how, sizeof(how), (void *)A(2));
-		return stash(EV_OPEN, A(0), A(1), NO_BASE, 0, how[0], how[1]);
-	}
-	case NR_rename:
-		return stash(EV_RENAME, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
-	case NR_renameat:
-		return stash(EV_RENAME, A(0), A(1), A(2), A(3), 0, 0);
-	case NR_renameat2:
-		return stash(EV_RENAME, A(0), A(1), A(2), A(3), A(4), 0);
-	case NR_unlink:
-		return stash(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, 0, 0);
-	case NR_rmdir:
-		return stash(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, AT_REMOVEDIR, 0);
-	case NR_unlinkat:
-		return stash(EV_UNLINK, A(0), A(1), NO_BASE, 0, A(2), 0);
-	case NR_mkdir:
-		return stash(EV_MKDIR, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
-	case NR_mkdirat:
-		return stash(EV_MKDIR, A(0), A(1), NO_BASE, 0, 0, A(2));
-	case NR_chmod:
-		return stash(EV_CHMOD, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
-	case NR_fchmodat:
-		return stash(EV_CHMOD, A(0), A(1), NO_BASE, 0, 0, A(2));
-	case NR_fchmodat2:
-		return stash(EV_CHMOD, A(0), A(1), NO_BASE, 0, A(3), A(2));
-	case NR_fchmod:
-		/* no path: the base is the fd's own path */
-		return stash(EV_CHMOD, A(0), 0, NO_BASE, 0, 0, A(1));
-	/* link kinds: p1 is the existing target, p2 the new name. A
-	 * symlink's target is text, resolved against nothing; flags bit 31
-	 * marks a symbolic link for user space. */
-	case NR_link:
-		return stash(EV_LINK, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
-	case NR_linkat:
-		return stash(EV_LINK, A(0), A(1), A(2), A(3), A(4), 0);
-	case NR_symlink:
-		return stash(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), 1u << 31, 0);
-	case NR_symlinkat:
-		return stash(EV_LINK, NO_BASE, A(0), A(1), A(2), 1u << 31, 0);
-	case NR_connect:
-		return stash(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
-	case NR_bind:
-		return stash(EV_BIND, A(0), A(1), 0, 0, A(2), 0);
-	case NR_accept:
-	case NR_accept4:
-		return stash(EV_ACCEPT, A(0), 0, 0, 0, 0, 0);
 	/* DNS: what the tree sends to port 53, however it sends it. */
 	case NR_sendto:
 		return report_dns(A(0), A(4), A(5), A(1), A(2));
@@ -709,26 +635,93 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+/* report sends one file or socket operation with its result. */
+static __always_inline int report_op(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode, long ret)
 {
-	if (!stashed(SYSNR(regs)))
-		return 0;
-	if (!current_proc())
-		return 0;
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pending *pv = bpf_map_lookup_elem(&pending, &id);
-	if (!pv)
-		return 0;
-	struct pending v = *pv;
-	bpf_map_delete_elem(&pending, &id);
-	switch (v.kind) {
+	struct op v = {
+		.kind = kind, .dfd = dfd, .dfd2 = dfd2, .flags = flags, .mode = mode, .p1 = p1, .p2 = p2,
+	};
+	switch (kind) {
 	case EV_CONNECT:
 	case EV_BIND:
 	case EV_ACCEPT:
 		return report_sock(v, ret);
 	}
 	return report_path(v, ret);
+}
+
+/* sys_exit reports the file and socket syscalls with their results. Their
+ * arguments are still in the saved registers (the syscall changes only
+ * the return register, and arm64 keeps x0 in orig_x0), and the strings
+ * they point to were just read by the kernel, so nothing needs carrying
+ * from sys_enter. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	long id = SYSNR(regs);
+	if (!at_exit(id))
+		return 0;
+	if (!current_proc())
+		return 0;
+#define report(...) report_op(__VA_ARGS__, ret)
+	switch (id) {
+	case NR_openat:
+		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, A(2), A(3));
+	case NR_open:
+		return report(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, A(1), A(2));
+	case NR_creat:
+		return report(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, A(1));
+	case NR_openat2: {
+		__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
+		bpf_probe_read_user(&how, sizeof(how), (void *)A(2));
+		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, how[0], how[1]);
+	}
+	case NR_rename:
+		return report(EV_RENAME, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
+	case NR_renameat:
+		return report(EV_RENAME, A(0), A(1), A(2), A(3), 0, 0);
+	case NR_renameat2:
+		return report(EV_RENAME, A(0), A(1), A(2), A(3), A(4), 0);
+	case NR_unlink:
+		return report(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, 0, 0);
+	case NR_rmdir:
+		return report(EV_UNLINK, AT_FDCWD, A(0), NO_BASE, 0, AT_REMOVEDIR, 0);
+	case NR_unlinkat:
+		return report(EV_UNLINK, A(0), A(1), NO_BASE, 0, A(2), 0);
+	case NR_mkdir:
+		return report(EV_MKDIR, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
+	case NR_mkdirat:
+		return report(EV_MKDIR, A(0), A(1), NO_BASE, 0, 0, A(2));
+	case NR_chmod:
+		return report(EV_CHMOD, AT_FDCWD, A(0), NO_BASE, 0, 0, A(1));
+	case NR_fchmodat:
+		return report(EV_CHMOD, A(0), A(1), NO_BASE, 0, 0, A(2));
+	case NR_fchmodat2:
+		return report(EV_CHMOD, A(0), A(1), NO_BASE, 0, A(3), A(2));
+	case NR_fchmod:
+		/* no path: the base is the fd's own path */
+		return report(EV_CHMOD, A(0), 0, NO_BASE, 0, 0, A(1));
+	/* link kinds: p1 is the existing target, p2 the new name. A
+	 * symlink's target is text, resolved against nothing; flags bit 31
+	 * marks a symbolic link for user space. */
+	case NR_link:
+		return report(EV_LINK, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
+	case NR_linkat:
+		return report(EV_LINK, A(0), A(1), A(2), A(3), A(4), 0);
+	case NR_symlink:
+		return report(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), 1u << 31, 0);
+	case NR_symlinkat:
+		return report(EV_LINK, NO_BASE, A(0), A(1), A(2), 1u << 31, 0);
+	case NR_connect:
+		return report(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
+	case NR_bind:
+		return report(EV_BIND, A(0), A(1), 0, 0, A(2), 0);
+	case NR_accept:
+	case NR_accept4:
+		return report(EV_ACCEPT, A(0), 0, 0, 0, 0, 0);
+	}
+#undef report
+	return 0;
 }
 
 /* ---- bytes per peer ---- */

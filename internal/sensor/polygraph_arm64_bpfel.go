@@ -102,19 +102,6 @@ type polygraphPeerVal struct {
 	LastNs uint64
 }
 
-type polygraphPending struct {
-	_     structs.HostLayout
-	Kind  uint8
-	Pad   [3]uint8
-	Dfd   int32
-	Dfd2  int32
-	Flags uint32
-	Mode  uint32
-	Pad2  uint32
-	P1    uint64
-	P2    uint64
-}
-
 type polygraphProcInfo struct {
 	_       structs.HostLayout
 	ImageNs uint64
@@ -141,7 +128,6 @@ const (
 	polygraphMapEvents            = "events"
 	polygraphMapLost              = "lost"
 	polygraphMapPeerBytes         = "peer_bytes"
-	polygraphMapPending           = "pending"
 	polygraphMapScratch           = "scratch"
 	polygraphMapTracked           = "tracked"
 	polygraphProgHandleExec       = "handle_exec"
@@ -217,7 +203,6 @@ type polygraphMapSpecs struct {
 	Events    *ebpf.MapSpec `ebpf:"events"`
 	Lost      *ebpf.MapSpec `ebpf:"lost"`
 	PeerBytes *ebpf.MapSpec `ebpf:"peer_bytes"`
-	Pending   *ebpf.MapSpec `ebpf:"pending"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
 }
@@ -257,7 +242,6 @@ type polygraphMaps struct {
 	Events    *ebpf.Map `ebpf:"events"`
 	Lost      *ebpf.Map `ebpf:"lost"`
 	PeerBytes *ebpf.Map `ebpf:"peer_bytes"`
-	Pending   *ebpf.Map `ebpf:"pending"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	Tracked   *ebpf.Map `ebpf:"tracked"`
 }
@@ -267,7 +251,6 @@ func (m *polygraphMaps) Close() error {
 		m.Events,
 		m.Lost,
 		m.PeerBytes,
-		m.Pending,
 		m.Scratch,
 		m.Tracked,
 	)
