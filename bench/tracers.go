@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // counting a session's events by kind
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/session"
 )
 
 // tracer is one way of watching the workload. All of them watch the same
@@ -173,28 +172,19 @@ func countSession(ctx context.Context, e *env, home string, s *Sample) error {
 	return nil
 }
 
-// kindCounts counts a session's events per kind, straight from SQLite.
+// kindCounts counts a session's events per kind.
 func kindCounts(path string) (map[string]int64, error) {
-	db, err := sql.Open("sqlite", "file:"+url.PathEscape(path)+"?mode=ro")
+	r, err := session.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT kind, count(*) FROM events GROUP BY kind`)
-	if err != nil {
-		return nil, fmt.Errorf("count events in %s: %w", path, err)
-	}
-	defer rows.Close()
+	defer r.Close()
 	m := map[string]int64{}
-	for rows.Next() {
-		var k string
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		m[k] = n
-	}
-	return m, rows.Err()
+	err = r.Events(session.Filter{}, func(e *event.Event) error {
+		m[string(e.Kind)]++
+		return nil
+	})
+	return m, err
 }
 
 // ---- strace

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,9 +33,10 @@ var ErrCorrupt = errors.New("session file is damaged")
 
 // Reader reads one session file. It never writes to it.
 type Reader struct {
-	path string
-	db   *sql.DB
-	meta Meta
+	path    string
+	db      *sql.DB
+	meta    Meta
+	version int64 // the file's schemaVersion
 }
 
 // Filter selects events. Empty fields select everything; within a field
@@ -140,6 +142,10 @@ func (r *Reader) load() error {
 	if version > schemaVersion {
 		return fmt.Errorf("session file format %d is newer than this polygraph reads (%d); upgrade polygraph", version, schemaVersion)
 	}
+	if version < 1 {
+		return fmt.Errorf("%w (format version %d)", ErrNotSession, version)
+	}
+	r.version = version
 	var raw string
 	err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'meta'").Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -175,8 +181,12 @@ func (r *Reader) load() error {
 	if !r.meta.CleanClose {
 		// Never closed: the count in the metadata is stale, but seqs are
 		// gap-free, so the largest one is the count.
+		q := "SELECT max(first_seq + count - 1) FROM chunks"
+		if r.version == 1 {
+			q = "SELECT max(seq) FROM events"
+		}
 		var n sql.NullInt64
-		if err := r.db.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&n); err != nil {
+		if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
 			return explain(err)
 		}
 		r.meta.Events = uint64(n.Int64)
@@ -215,7 +225,11 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	var fnErr error
 	err := r.raw(func(c driverConn) error {
-		return readEvents(c, f, func(ev *event.Event) error {
+		read := readChunks
+		if r.version == 1 {
+			read = readEventsV1
+		}
+		return read(c, f, func(ev *event.Event) error {
 			fnErr = fn(ev)
 			return fnErr
 		})
@@ -248,10 +262,86 @@ func (r *Reader) raw(f func(driverConn) error) error {
 	})
 }
 
-// readEvents reads the events f selects on c, in one read transaction so
-// that the strings table it loads first has every path the events refer
-// to, even on a session a writer is still appending to.
-func readEvents(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
+// readChunks reads the events f selects on c from a version 2 file, in
+// one read transaction so that the strings table it loads first has every
+// string the chunks refer to, even on a session a writer is still
+// appending to.
+func readChunks(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
+	ctx := context.Background()
+	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := c.ExecContext(ctx, "ROLLBACK", nil); err == nil {
+			err = rerr
+		}
+	}()
+	in := newInterner()
+	strs, err := loadStrings(c, in)
+	if err != nil {
+		return err
+	}
+	d := &chunkDecoder{strs: strs, in: in}
+	keep := f.matcher()
+	rows, err := query(c, "SELECT first_seq, count, first_ts, data FROM chunks ORDER BY first_seq", nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	row := make([]driver.Value, 4)
+	var next uint64 = 1
+	for {
+		if err := rows.Next(row); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var ints [3]int64
+		for i := range ints {
+			if ints[i], err = intCol(row[i]); err != nil {
+				return fmt.Errorf("%w: chunk %v: %s: %v", ErrCorrupt, row[0], strings.Split(chunkCols, ", ")[i], err)
+			}
+		}
+		data, _ := row[3].([]byte)
+		first := uint64(ints[0])
+		if first != next || ints[1] < 1 {
+			return fmt.Errorf("%w: chunk at event %d (%d events) after event %d", ErrCorrupt, first, ints[1], next-1)
+		}
+		next = first + uint64(ints[1])
+		err := d.decode(data, first, int(ints[1]), ints[2], func(ev *event.Event) error {
+			if keep != nil && !keep(ev) {
+				return nil
+			}
+			return fn(ev)
+		})
+		if errors.Is(err, errChunk) {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// matcher returns the test f makes of an event, nil when f selects all.
+func (f Filter) matcher() func(*event.Event) bool {
+	if len(f.Kinds) == 0 && len(f.PIDs) == 0 {
+		return nil
+	}
+	return func(ev *event.Event) bool {
+		return (len(f.Kinds) == 0 || slices.Contains(f.Kinds, ev.Kind)) &&
+			(len(f.PIDs) == 0 || slices.Contains(f.PIDs, ev.PID))
+	}
+}
+
+// v1EventCols are the columns readEventsV1 reads.
+const (
+	v1EventCols  = "seq, ts, kind, pid, tid, ppid, comm, exec_id, parent_exec_id, path, path2, data"
+	nV1EventCols = 12
+)
+
+// readEventsV1 is readChunks for a version 1 file: a row per event.
+func readEventsV1(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
 	ctx := context.Background()
 	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
 		return err
@@ -281,7 +371,7 @@ func readEvents(c driverConn, f Filter, fn func(*event.Event) error) (err error)
 			arg(int64(p))
 		}
 	}
-	q := "SELECT " + eventCols + " FROM events"
+	q := "SELECT " + v1EventCols + " FROM events"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -291,14 +381,14 @@ func readEvents(c driverConn, f Filter, fn func(*event.Event) error) (err error)
 		return err
 	}
 	defer rows.Close()
-	row := make([]driver.Value, nEventCols)
+	row := make([]driver.Value, nV1EventCols)
 	for {
 		if err := rows.Next(row); err == io.EOF {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		ev, err := scanEvent(row, paths, in)
+		ev, err := scanEventV1(row, paths, in)
 		if err != nil {
 			return err
 		}
@@ -335,7 +425,7 @@ type stmtRows struct {
 
 func (r stmtRows) Close() error { return errors.Join(r.Rows.Close(), r.st.Close()) }
 
-// loadStrings reads the strings table: the paths events refer to by id.
+// loadStrings reads the strings table: the strings events refer to by id.
 func loadStrings(c driverConn, in *interner) (*pathTable, error) {
 	rows, err := query(c, "SELECT id, s FROM strings ORDER BY id", nil)
 	if err != nil {
@@ -358,7 +448,7 @@ func loadStrings(c driverConn, in *interner) (*pathTable, error) {
 	}
 }
 
-// pathTable maps strings ids to paths. The writer numbers them 1, 2, 3,
+// pathTable maps strings ids to strings. The writer numbers them 1, 2, 3,
 // ...: they index a slice; any other id (a hand-edited file) goes to a map.
 type pathTable struct {
 	dense  []string
@@ -376,7 +466,16 @@ func (t *pathTable) add(id int64, s string) {
 	t.sparse[id] = s
 }
 
-// get returns the path of a path column's value: "" for NULL and, as the
+// lookup returns the string with id.
+func (t *pathTable) lookup(id int64) (string, bool) {
+	if id >= 0 && id < int64(len(t.dense)) {
+		return t.dense[id], id > 0
+	}
+	s, ok := t.sparse[id]
+	return s, ok
+}
+
+// get returns the path of a version 1 path column's value: "" for NULL and, as the
 // LEFT JOIN of events_view gives it, for an id not in the table.
 func (t *pathTable) get(v driver.Value) string {
 	id, ok := v.(int64)
@@ -389,13 +488,13 @@ func (t *pathTable) get(v driver.Value) string {
 	return t.sparse[id]
 }
 
-// scanEvent decodes one row of the events query (eventCols).
-func scanEvent(row []driver.Value, paths *pathTable, in *interner) (*event.Event, error) {
+// scanEventV1 decodes one row of the version 1 events query (v1EventCols).
+func scanEventV1(row []driver.Value, paths *pathTable, in *interner) (*event.Event, error) {
 	var ints [5]int64 // seq, ts, pid, tid, ppid
 	for i, col := range [...]int{0, 1, 3, 4, 5} {
 		v, err := intCol(row[col])
 		if err != nil {
-			return nil, fmt.Errorf("%w: event %v: %s: %v", ErrCorrupt, row[0], strings.Split(eventCols, ", ")[col], err)
+			return nil, fmt.Errorf("%w: event %v: %s: %v", ErrCorrupt, row[0], strings.Split(v1EventCols, ", ")[col], err)
 		}
 		ints[i] = v
 	}
@@ -409,13 +508,13 @@ func scanEvent(row []driver.Value, paths *pathTable, in *interner) (*event.Event
 	ev.Path, ev.Path2 = paths.get(row[9]), paths.get(row[10])
 	var data []byte
 	switch v := row[11].(type) {
-	case []byte: // appendData's bytes are stored as a BLOB
+	case []byte: // the writer stored its JSON as a BLOB
 		data = v
 	case string:
 		data = []byte(v)
 	}
 	if len(data) > 0 {
-		if err := decodeDataInterned(data, ev, in); err != nil {
+		if err := decodeData(data, ev); err != nil {
 			return nil, fmt.Errorf("%w: event %d: %v", ErrCorrupt, seq, err)
 		}
 	}

@@ -9,20 +9,22 @@ import (
 )
 
 // schemaVersion is stored as PRAGMA user_version. Bump it when a column's
-// meaning changes; Open refuses files from a newer polygraph.
-const schemaVersion = 1
+// meaning changes; Open refuses files from a newer polygraph. Version 1
+// kept an events row per event (schemaV1Events); version 2 keeps them in
+// chunks (chunk.go). The reader reads both; the writer writes the newest.
+const schemaVersion = 2
 
 // applicationID marks the file as ours in the SQLite header (PRAGMA
 // application_id), "plgr" in ASCII, so `file(1)` and Open can tell a
 // session from any other SQLite database.
 const applicationID = 0x706c6772
 
-// schema is the layout of a session file. Events keep the fields every
-// query filters or joins on as columns and the rest as a JSON object in
-// data; paths, which repeat heavily (every exec opens the same libraries),
-// are stored once in strings and referenced by id. events_view puts the
-// strings back for anyone poking at a file with the sqlite3 shell.
-// The indexes on events come at Close (see indexes).
+// schema is the layout of a session file. Events are stored a chunk of
+// consecutive events per row, in the binary encoding chunk.go describes;
+// the strings their records refer to by id (paths, comms, exec ids, argv
+// words: they repeat heavily, every exec opens the same libraries) are
+// stored once in strings. A chunk's strings are committed in the same
+// transaction as the chunk.
 const schema = `
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -32,8 +34,33 @@ CREATE TABLE strings (
 	id INTEGER PRIMARY KEY,
 	s  TEXT NOT NULL
 );
+CREATE TABLE chunks (
+	first_seq INTEGER PRIMARY KEY,   -- seq of the first event; seqs are 1, 2, 3, ... gap-free
+	count     INTEGER NOT NULL,      -- events in the chunk
+	first_ts  INTEGER NOT NULL,      -- unix ns of the first event; the others' are relative to it
+	min_ts    INTEGER NOT NULL,      -- earliest and latest event time in the chunk, unix ns
+	max_ts    INTEGER NOT NULL,
+	data      BLOB NOT NULL          -- the events, one length-delimited record each
+);
+CREATE TABLE lost (
+	stage TEXT PRIMARY KEY,
+	count INTEGER NOT NULL
+);
+CREATE TABLE leftovers (
+	pid     INTEGER NOT NULL,
+	exec_id TEXT NOT NULL,
+	comm    TEXT NOT NULL,
+	argv    TEXT NOT NULL             -- JSON array
+);
+`
+
+// schemaV1Events is the events table of version 1 files, which Open still
+// reads: the fields queries filter on as columns, the rest as JSON in
+// data, paths as strings ids. Version 1 has the same meta, strings, lost
+// and leftovers tables.
+const schemaV1Events = `
 CREATE TABLE events (
-	seq            INTEGER PRIMARY KEY,  -- 1, 2, 3, ... gap-free
+	seq            INTEGER PRIMARY KEY,
 	ts             INTEGER NOT NULL,     -- unix ns
 	kind           TEXT NOT NULL,
 	pid            INTEGER NOT NULL,
@@ -46,35 +73,10 @@ CREATE TABLE events (
 	path2          INTEGER,              -- strings.id, NULL when empty
 	data           TEXT                  -- JSON of the other fields, NULL when none
 );
-CREATE TABLE lost (
-	stage TEXT PRIMARY KEY,
-	count INTEGER NOT NULL
-);
-CREATE TABLE leftovers (
-	pid     INTEGER NOT NULL,
-	exec_id TEXT NOT NULL,
-	comm    TEXT NOT NULL,
-	argv    TEXT NOT NULL             -- JSON array
-);
-CREATE VIEW events_view AS
-	SELECT e.seq, e.ts, e.kind, e.pid, e.tid, e.ppid, e.comm, e.exec_id, e.parent_exec_id,
-	       p.s AS path, p2.s AS path2, e.data
-	FROM events e
-	LEFT JOIN strings p ON p.id = e.path
-	LEFT JOIN strings p2 ON p2.id = e.path2;
 `
 
-// indexes are built when the session is closed rather than kept up to
-// date on every insert, which would cost the writer a third of its
-// throughput. A session whose writer was killed has none; its queries
-// scan, which is still fast at the sizes one recording reaches.
-const indexes = `
-CREATE INDEX IF NOT EXISTS events_kind ON events(kind);
-CREATE INDEX IF NOT EXISTS events_pid ON events(pid);
-`
-
-// dataView is the JSON of the data column: every field of event.Event
-// except those stored as columns. Each column field is shadowed by a
+// dataView is the JSON of a version 1 data column: every field of
+// event.Event except those stored as columns. Each column field is shadowed by a
 // shallower field of the same JSON name that is always zero and so always
 // omitted; encoding/json lets the shallower field win both ways. A field
 // added to event.Event therefore lands in data without a change here.
@@ -96,17 +98,10 @@ type dataView struct {
 // omitted is a placeholder that never appears in JSON (see dataView).
 type omitted struct{}
 
-// decodeData fills the non-column fields of ev from a data column. It is
-// the reference decodeDataFast defers to for what it does not handle.
+// decodeData fills the non-column fields of ev from a version 1 data
+// column.
 func decodeData(data []byte, ev *event.Event) error {
 	return json.Unmarshal(data, &dataView{Event: ev})
-}
-
-// columnsOf returns ev with only the fields stored as columns, those
-// dataView shadows, set.
-func columnsOf(ev *event.Event) event.Event {
-	return event.Event{Seq: ev.Seq, TS: ev.TS, Kind: ev.Kind, PID: ev.PID, TID: ev.TID, PPID: ev.PPID,
-		Comm: ev.Comm, ExecID: ev.ExecID, ParentExecID: ev.ParentExecID, Path: ev.Path, Path2: ev.Path2}
 }
 
 // tsOf converts an event time to the ts column; the zero time is stored as 0.

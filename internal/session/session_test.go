@@ -194,7 +194,7 @@ func TestEventFieldsCovered(t *testing.T) {
 }
 
 // fill sets v to a non-zero value derived from n.
-func fill(t *testing.T, v reflect.Value, name string, n int) {
+func fill(t testing.TB, v reflect.Value, name string, n int) {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(fmt.Sprintf("%s-%d", name, n))
@@ -459,46 +459,5 @@ func TestHome(t *testing.T) {
 	}
 	if want := filepath.Join(fake, ".local", "share", "polygraph"); got != want {
 		t.Errorf("Home() = %q, want %q", got, want)
-	}
-}
-
-func TestDataColumn(t *testing.T) {
-	full := &event.Event{}
-	v := reflect.ValueOf(full).Elem()
-	for i := range v.NumField() {
-		fill(t, v.Field(i), v.Type().Field(i).Name, i+1)
-	}
-	odd := *sampleEvents()[1]
-	odd.Argv = []string{"sh", "-c", "echo \"<&>\" \\ \t\x01 \xff\xfe ünï \u2028"}
-	odd.Cwd = "/tmp/\n"
-	evs := append(sampleEvents(), full, &odd, &event.Event{Kind: event.KindFork})
-	for _, ev := range evs {
-		ev.Seq = 42
-		slow, err := appendDataJSON(nil, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fast := appendData([]byte("prefix"), ev)[len("prefix"):]
-		if string(fast) != string(slow) {
-			t.Errorf("%s event: appendData wrote\n%s\nencoding/json writes\n%s", ev.Kind, fast, slow)
-		}
-		var m map[string]any
-		if len(slow) > 0 {
-			if err := json.Unmarshal(slow, &m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, col := range []string{"seq", "ts", "kind", "pid", "tid", "ppid", "comm", "exec_id", "parent_exec_id", "path", "path2"} {
-			if _, ok := m[col]; ok {
-				t.Errorf("%s event: data column repeats column %q: %s", ev.Kind, col, slow)
-			}
-		}
-	}
-}
-
-func TestFastEncoderCurrent(t *testing.T) {
-	if !fastDataOK {
-		t.Errorf("event.Event changed: teach appendData (encode.go) the new fields and update fastDataFields; "+
-			"until then the store uses the slower encoding/json path.\nevent.Event: %q", eventFields())
 	}
 }

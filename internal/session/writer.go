@@ -74,9 +74,10 @@ type Writer struct {
 	// Owned by encode.
 	interned map[string]int64
 	nextStr  int64
+	cur      *batch // the batch being filled, whose rows new strings join
 
 	// Owned by store (and by Close once store has returned).
-	insEvents  *bulkInsert
+	insChunk   *bulkInsert
 	insStrings *bulkInsert
 	inTx       bool
 	pending    int
@@ -245,14 +246,15 @@ func named(args []driver.Value) []driver.NamedValue {
 	return nv
 }
 
-// Inserts are issued as multi-row statements: bulkSizes rows at a time,
-// largest first, so a batch of any length takes a handful of statements.
+// Strings are inserted with multi-row statements: bulkSizes rows at a
+// time, largest first, so a batch of any length takes a handful of
+// statements.
 var bulkSizes = []int{64, 16, 4, 1}
 
 // Column lists of the two tables the pipeline fills.
 const (
-	eventCols  = "seq, ts, kind, pid, tid, ppid, comm, exec_id, parent_exec_id, path, path2, data"
-	nEventCols = 12
+	chunkCols  = "first_seq, count, first_ts, min_ts, max_ts, data"
+	nChunkCols = 6
 	stringCols = "id, s"
 	nStrCols   = 2
 )
@@ -260,16 +262,17 @@ const (
 // bulkInsert is a table's prepared multi-row inserts, one per bulkSizes.
 type bulkInsert struct {
 	cols  int
-	stmts []driver.Stmt       // parallel to bulkSizes
+	sizes []int               // rows per statement, largest first
+	stmts []driver.Stmt       // parallel to sizes
 	args  []driver.NamedValue // reused for every statement
 }
 
-// prepareInserts prepares the event and string inserts.
+// prepareInserts prepares the chunk and string inserts.
 func (w *Writer) prepareInserts() error {
-	prep := func(table, cols string, n int) (*bulkInsert, error) {
-		b := &bulkInsert{cols: n, args: make([]driver.NamedValue, bulkSizes[0]*n)}
+	prep := func(table, cols string, n int, sizes []int) (*bulkInsert, error) {
+		b := &bulkInsert{cols: n, sizes: sizes, args: make([]driver.NamedValue, sizes[0]*n)}
 		row := "(" + placeholders(n) + ")"
-		for _, size := range bulkSizes {
+		for _, size := range sizes {
 			q := "INSERT INTO " + table + " (" + cols + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ")
 			st, err := w.conn.PrepareContext(context.Background(), q)
 			if err != nil {
@@ -280,25 +283,25 @@ func (w *Writer) prepareInserts() error {
 		return b, nil
 	}
 	var err error
-	if w.insEvents, err = prep("events", eventCols, nEventCols); err != nil {
+	if w.insChunk, err = prep("chunks", chunkCols, nChunkCols, []int{1}); err != nil {
 		return err
 	}
-	w.insStrings, err = prep("strings", stringCols, nStrCols)
+	w.insStrings, err = prep("strings", stringCols, nStrCols, bulkSizes)
 	return err
 }
 
 // insert writes vals, a whole number of rows, with as few statements as
-// bulkSizes allow.
+// the prepared sizes allow.
 func (b *bulkInsert) insert(vals []driver.Value) error {
 	ctx := context.Background()
-	for i, size := range bulkSizes {
-		n := size * b.cols
+	for i, st := range b.stmts {
+		n := b.sizes[i] * b.cols
 		for len(vals) >= n {
 			a := b.args[:n]
 			for j := range a {
 				a[j] = driver.NamedValue{Ordinal: j + 1, Value: vals[j]}
 			}
-			if _, err := b.stmts[i].(driver.StmtExecContext).ExecContext(ctx, a); err != nil {
+			if _, err := st.(driver.StmtExecContext).ExecContext(ctx, a); err != nil {
 				return err
 			}
 			vals = vals[n:]
@@ -322,7 +325,7 @@ func (b *bulkInsert) close() error {
 
 // closeConn releases the statements and the connection.
 func (w *Writer) closeConn() error {
-	return errors.Join(w.insEvents.close(), w.insStrings.close(), w.conn.Close())
+	return errors.Join(w.insChunk.close(), w.insStrings.close(), w.conn.Close())
 }
 
 // Meta returns the session's metadata as it stands: Events counts the
@@ -392,21 +395,26 @@ func (w *Writer) SetUnavailable(features []string) {
 	w.dirty = true
 }
 
-// batch is a run of consecutive events encoded as rows, with the strings
-// rows they introduce, passed from the encoder to the store goroutine and
-// back for reuse.
+// batch is a run of consecutive events encoded as one chunk, with the
+// strings rows they introduce, passed from the encoder to the store
+// goroutine and back for reuse.
 type batch struct {
-	events  []driver.Value // nEventCols per event
-	strings []driver.Value // nStrCols per new string
-	buf     []byte         // backs the events' data values
+	firstSeq uint64
+	n        int   // events
+	firstTS  int64 // tsOf the first event's time
+	minTS    int64
+	maxTS    int64
+	data     []byte         // the events' records (chunk.go)
+	strings  []driver.Value // nStrCols per new string
+	row      []driver.Value // the chunk's row, built by write
 }
 
-// maxBatch bounds the events the encoder packs into one batch.
+// maxBatch bounds the events the encoder packs into one chunk.
 const maxBatch = 256
 
-// encode is the first pipeline goroutine: it turns queued events into
-// column values (JSON for the data column, ids for interned paths) on one
-// core while store spends the other on SQLite.
+// encode is the first pipeline goroutine: it encodes queued events into
+// chunks (ids for interned strings) on one core while store spends the
+// other on SQLite.
 func (w *Writer) encode() {
 	defer close(w.batches)
 	for ev := range w.queue {
@@ -414,11 +422,12 @@ func (w *Writer) encode() {
 		select {
 		case b = <-w.free:
 		default:
-			b = &batch{events: make([]driver.Value, 0, maxBatch*nEventCols), buf: make([]byte, 0, 64<<10)}
+			b = &batch{data: make([]byte, 0, 32<<10), row: make([]driver.Value, nChunkCols)}
 		}
+		w.cur = b
 		w.encodeInto(b, ev)
 	fill:
-		for len(b.events) < maxBatch*nEventCols {
+		for b.n < maxBatch {
 			select {
 			case ev, ok := <-w.queue:
 				if !ok {
@@ -429,52 +438,38 @@ func (w *Writer) encode() {
 				break fill
 			}
 		}
+		w.cur = nil
 		w.batches <- b
 	}
 }
 
 // recycle hands a written batch back to encode.
 func (w *Writer) recycle(b *batch) {
-	clear(b.events) // drop the references to this batch's strings
-	clear(b.strings)
-	b.events, b.strings, b.buf = b.events[:0], b.strings[:0], b.buf[:0]
+	clear(b.strings) // drop the references to this batch's strings
+	clear(b.row)
+	b.n, b.data, b.strings = 0, b.data[:0], b.strings[:0]
 	select {
 	case w.free <- b:
 	default:
 	}
 }
 
-// encodeInto appends ev's row to b. An event whose details cannot be
-// encoded (encoding/json can in principle fail) is stored without them
-// rather than breaking the gap-free sequence.
+// encodeInto appends ev's record to b.
 func (w *Writer) encodeInto(b *batch, ev *event.Event) {
-	start := len(b.buf)
-	if fastDataOK {
-		b.buf = appendData(b.buf, ev)
-	} else {
-		var err error
-		if b.buf, err = appendDataJSON(b.buf, ev); err != nil {
-			slog.Warn("session: event stored without its details", "seq", ev.Seq, "error", err)
-		}
+	ts := tsOf(ev.TS)
+	if b.n == 0 {
+		b.firstSeq, b.firstTS, b.minTS, b.maxTS = ev.Seq, ts, ts, ts
 	}
-	var data, parent driver.Value
-	if end := len(b.buf); end > start {
-		data = b.buf[start:end:end]
-	}
-	if ev.ParentExecID != "" {
-		parent = ev.ParentExecID
-	}
-	b.events = append(b.events, int64(ev.Seq), tsOf(ev.TS), string(ev.Kind), int64(ev.PID), int64(ev.TID),
-		int64(ev.PPID), ev.Comm, ev.ExecID, parent, w.intern(b, ev.Path), w.intern(b, ev.Path2), data)
+	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
+	b.data = appendEvent(b.data, ev, b.firstTS, w)
+	b.n++
 }
 
-// intern returns the strings id for s (nil for ""), assigning a new one
-// and adding its row to b the first time s is seen. Ids are assigned
-// here, not by SQLite, so encoding needs no round trip to the database.
-func (w *Writer) intern(b *batch, s string) driver.Value {
-	if s == "" {
-		return nil
-	}
+// id returns the strings id for s, assigning a new one and adding its
+// row to the batch being filled the first time s is seen. Ids are
+// assigned here, not by SQLite, so encoding needs no round trip to the
+// database.
+func (w *Writer) id(s string) int64 {
 	if id, ok := w.interned[s]; ok {
 		return id
 	}
@@ -483,7 +478,7 @@ func (w *Writer) intern(b *batch, s string) driver.Value {
 	}
 	w.nextStr++
 	w.interned[s] = w.nextStr
-	b.strings = append(b.strings, w.nextStr, s)
+	w.cur.strings = append(w.cur.strings, w.nextStr, s)
 	return w.nextStr
 }
 
@@ -513,7 +508,7 @@ func (w *Writer) store() {
 
 // write inserts one batch into the open transaction, opening one if needed.
 func (w *Writer) write(b *batch) {
-	n := len(b.events) / nEventCols
+	n := b.n
 	err := w.insertBatch(b)
 	if err != nil {
 		w.fail(err)
@@ -541,8 +536,10 @@ func (w *Writer) insertBatch(b *batch) error {
 	if err := w.insStrings.insert(b.strings); err != nil {
 		return fmt.Errorf("insert paths: %w", err)
 	}
-	if err := w.insEvents.insert(b.events); err != nil {
-		return fmt.Errorf("insert events %d-%d: %w", b.events[0], b.events[len(b.events)-nEventCols], err)
+	b.row[0], b.row[1], b.row[2], b.row[3], b.row[4], b.row[5] =
+		int64(b.firstSeq), int64(b.n), b.firstTS, b.minTS, b.maxTS, b.data
+	if err := w.insChunk.insert(b.row); err != nil {
+		return fmt.Errorf("insert events %d-%d: %w", b.firstSeq, b.firstSeq+uint64(b.n)-1, err)
 	}
 	return nil
 }
@@ -694,8 +691,7 @@ func (w *Writer) Close(exitCode *int) error {
 	return nil
 }
 
-// finish writes the final metadata, indexes the events and makes the
-// file self-contained.
+// finish writes the final metadata and makes the file self-contained.
 func (w *Writer) finish() error {
 	if err := w.exec("BEGIN"); err != nil {
 		return err
@@ -703,10 +699,6 @@ func (w *Writer) finish() error {
 	if err := w.writeState(); err != nil {
 		w.exec("ROLLBACK")
 		return err
-	}
-	if err := w.exec(indexes); err != nil {
-		w.exec("ROLLBACK")
-		return fmt.Errorf("index events: %w", err)
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		return err
