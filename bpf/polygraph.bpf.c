@@ -158,13 +158,13 @@ static __always_inline struct scratch *get_scratch(void)
 
 static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts, __u64 image_ns)
 {
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
 	h->kind = kind;
 	h->flags = 0;
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
-	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->ppid = t->real_parent->tgid;
 	h->ts = ts;
 	h->image_ns = image_ns;
 	bpf_get_current_comm(&h->comm, sizeof(h->comm));
@@ -269,10 +269,9 @@ static __always_inline __u32 read_ustr(struct scratch *s, __u32 off, const char 
 
 static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 {
-	struct files_struct *files = BPF_CORE_READ(t, files);
-	struct fdtable *fdt = BPF_CORE_READ(files, fdt);
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct fdtable *fdt = t->files->fdt;
+	unsigned int max = fdt->max_fds;
+	struct file **fds = fdt->fd;
 	struct file *f = 0;
 
 	if (fd < 0 || fd >= max)
@@ -286,7 +285,7 @@ static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct scratch *s, __u32 off, __u8 *flags)
 {
 	if (dfd == AT_FDCWD) {
-		struct fs_struct *fs = BPF_CORE_READ(t, fs);
+		struct fs_struct *fs = t->fs;
 		return walk_path(__builtin_preserve_access_index(&fs->pwd), s, off, flags);
 	}
 	struct file *f = fd_file(t, dfd);
@@ -300,12 +299,12 @@ static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ptgid = parent->tgid;
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &ptgid);
 	if (!pi)
 		return 0;
-	__u32 cpid = BPF_CORE_READ(child, pid);
-	if (cpid != BPF_CORE_READ(child, tgid))
+	__u32 cpid = child->pid;
+	if (cpid != child->tgid)
 		return 0; /* a new thread, not a new process */
 
 	__u64 now = bpf_ktime_get_boot_ns();
@@ -341,19 +340,19 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	struct ev_exec *e = (void *)s->b;
 	__u8 flags = 0;
 	fill_header(&e->h, EV_EXEC, now, now);
-	e->uid = BPF_CORE_READ(p, cred, uid.val);
+	e->uid = p->cred->uid.val;
 	e->_pad0 = 0;
 
-	struct file *f = BPF_CORE_READ(bprm, file);
+	struct file *f = bprm->file;
 	__u32 off = walk_path(__builtin_preserve_access_index(&f->f_path), s, 0, &flags);
 	e->path_len = off;
 	__u32 n = walk_base(p, AT_FDCWD, s, off, &flags);
 	e->cwd_len = n;
 	off += n;
 
-	struct mm_struct *mm = BPF_CORE_READ(p, mm);
-	unsigned long as = BPF_CORE_READ(mm, arg_start);
-	unsigned long ae = BPF_CORE_READ(mm, arg_end);
+	struct mm_struct *mm = p->mm;
+	unsigned long as = mm->arg_start;
+	unsigned long ae = mm->arg_end;
 	__u64 alen = ae > as ? ae - as : 0;
 	if (alen > ARGV_MAX)
 		flags |= EVF_TRUNC_ARGV;
@@ -365,8 +364,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* A script: bprm->interp was replaced by the interpreter's name, and
 	 * bprm->file is the interpreter. Keep the script's own name. */
 	e->script_len = 0;
-	const char *fname = BPF_CORE_READ(bprm, filename);
-	if (BPF_CORE_READ(bprm, interp) != fname) {
+	const char *fname = bprm->filename;
+	if (bprm->interp != fname) {
 		long n = bpf_probe_read_kernel_str(&s->b[OFF(off)], USTR_MAX, fname);
 		if (n > 0) {
 			e->script_len = n;
@@ -381,12 +380,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(handle_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = p->tgid;
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
 	if (!pi)
 		return 0;
-	struct signal_struct *sig = BPF_CORE_READ(p, signal);
-	if (BPF_CORE_READ(sig, live.counter) != 0)
+	struct signal_struct *sig = p->signal;
+	if (sig->live.counter != 0)
 		return 0; /* a thread exits, the process goes on */
 
 	struct ev_exit *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -396,19 +395,19 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		return 0;
 	}
 	fill_header(&e->h, EV_EXIT, bpf_ktime_get_boot_ns(), pi->image_ns);
-	int code = BPF_CORE_READ(p, exit_code);
-	if (BPF_CORE_READ(sig, flags) & SIGNAL_GROUP_EXIT)
-		code = BPF_CORE_READ(sig, group_exit_code);
+	int code = p->exit_code;
+	if (sig->flags & SIGNAL_GROUP_EXIT)
+		code = sig->group_exit_code;
 	e->exit_code = code;
 	e->_pad0 = 0;
-	e->start_ns = BPF_CORE_READ(p, group_leader, start_boottime);
-	e->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime) + BPF_CORE_READ(p, se.sum_exec_runtime);
-	e->maxrss_pages = BPF_CORE_READ(sig, maxrss);
+	e->start_ns = p->group_leader->start_boottime;
+	e->cpu_ns = sig->sum_sched_runtime + p->se.sum_exec_runtime;
+	e->maxrss_pages = sig->maxrss;
 	e->rchar = 0;
 	e->wchar = 0;
 	if (bpf_core_field_exists(p->ioac)) {
-		e->rchar = BPF_CORE_READ(p, ioac.rchar) + BPF_CORE_READ(sig, ioac.rchar);
-		e->wchar = BPF_CORE_READ(p, ioac.wchar) + BPF_CORE_READ(sig, ioac.wchar);
+		e->rchar = p->ioac.rchar + sig->ioac.rchar;
+		e->wchar = p->ioac.wchar + sig->ioac.wchar;
 	}
 	bpf_ringbuf_submit(e, wakeup());
 	bpf_map_delete_elem(&tracked, &tgid);
@@ -429,14 +428,13 @@ static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch
 	return n + b;
 }
 
-static __always_inline int report_path(struct op v, long ret)
+static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
-	struct proc_info *pi = current_proc();
 	struct scratch *s = get_scratch();
-	if (!pi || !s)
+	if (!s)
 		return 0;
 
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
@@ -486,16 +484,15 @@ static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32
 	return 2;
 }
 
-static __always_inline int report_sock(struct op v, long ret)
+static __always_inline int report_sock(struct proc_info *pi, struct op v, long ret)
 {
 	if (v.kind == EV_ACCEPT && ret == -EAGAIN)
 		return 0; /* a non-blocking accept found nobody: not an event */
-	struct proc_info *pi = current_proc();
 	struct scratch *s = get_scratch();
-	if (!pi || !s)
+	if (!s)
 		return 0;
 
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_sock *e = (void *)s->b;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->result = ret;
@@ -527,12 +524,9 @@ static __always_inline int report_sock(struct op v, long ret)
 
 /* report_dns emits a DNS message if the destination (uaddr, when the
  * process named one, else the socket's peer) is port 53. */
-static __always_inline int report_dns(long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
+static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
 {
-	struct proc_info *pi = current_proc();
-	if (!pi)
-		return 0;
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct sock *sk = fd_sock(t, fd);
 	if (!sk)
 		return 0;
@@ -575,7 +569,7 @@ static __always_inline int report_dns(long fd, __u64 uaddr, __u32 alen, __u64 bu
 }
 
 /* user_msghdr: name (0), namelen (8), iov (16), iovlen (24), ... size 56 */
-static __always_inline int report_msg(long fd, __u64 umsg)
+static __always_inline int report_msg(struct proc_info *pi, long fd, __u64 umsg)
 {
 	__u64 m[4] = {};
 	__u64 iov[2] = {};
@@ -583,7 +577,7 @@ static __always_inline int report_msg(long fd, __u64 umsg)
 		return 0;
 	if (!m[2] || !m[3] || bpf_probe_read_user(&iov, sizeof(iov), (void *)m[2]))
 		return 0;
-	return report_dns(fd, m[0], (__u32)m[1], iov[0], iov[1]);
+	return report_dns(pi, fd, m[0], (__u32)m[1], iov[0], iov[1]);
 }
 
 /* ---- the syscall dispatch ---- */
@@ -613,22 +607,23 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	if (id != NR_sendto && id != NR_write && id != NR_sendmsg && id != NR_sendmmsg)
 		return 0;
-	if (!current_proc())
+	struct proc_info *pi = current_proc();
+	if (!pi)
 		return 0;
 	switch (id) {
 	/* DNS: what the tree sends to port 53, however it sends it. */
 	case NR_sendto:
-		return report_dns(A(0), A(4), A(5), A(1), A(2));
+		return report_dns(pi, A(0), A(4), A(5), A(1), A(2));
 	case NR_write:
-		return report_dns(A(0), 0, 0, A(1), A(2));
+		return report_dns(pi, A(0), 0, 0, A(1), A(2));
 	case NR_sendmsg:
-		return report_msg(A(0), A(1));
+		return report_msg(pi, A(0), A(1));
 	case NR_sendmmsg: {
 		/* glibc sends the A and AAAA queries together with sendmmsg. */
 		__u64 fd = A(0), vec = A(1);
-		report_msg(fd, vec);
+		report_msg(pi, fd, vec);
 		if (A(2) > 1)
-			report_msg(fd, vec + 64); /* sizeof(struct mmsghdr) */
+			report_msg(pi, fd, vec + 64); /* sizeof(struct mmsghdr) */
 		return 0;
 	}
 	}
@@ -636,7 +631,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 }
 
 /* report sends one file or socket operation with its result. */
-static __always_inline int report_op(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode, long ret)
+static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd, __u64 p1, __s32 dfd2, __u64 p2, __u32 flags, __u32 mode, long ret)
 {
 	struct op v = {
 		.kind = kind, .dfd = dfd, .dfd2 = dfd2, .flags = flags, .mode = mode, .p1 = p1, .p2 = p2,
@@ -645,9 +640,9 @@ static __always_inline int report_op(__u8 kind, __s32 dfd, __u64 p1, __s32 dfd2,
 	case EV_CONNECT:
 	case EV_BIND:
 	case EV_ACCEPT:
-		return report_sock(v, ret);
+		return report_sock(pi, v, ret);
 	}
-	return report_path(v, ret);
+	return report_path(pi, v, ret);
 }
 
 /* sys_exit reports the file and socket syscalls with their results. Their
@@ -661,9 +656,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	long id = SYSNR(regs);
 	if (!at_exit(id))
 		return 0;
-	if (!current_proc())
+	struct proc_info *pi = current_proc();
+	if (!pi)
 		return 0;
-#define report(...) report_op(__VA_ARGS__, ret)
+#define report(...) report_op(pi, __VA_ARGS__, ret)
 	switch (id) {
 	case NR_openat:
 		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, A(2), A(3));

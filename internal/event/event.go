@@ -4,7 +4,7 @@
 package event
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -113,7 +113,8 @@ type Event struct {
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
 func ExecID(pid uint32, startNS uint64) string {
-	return fmt.Sprintf("%d-%d", pid, startNS)
+	var b [32]byte
+	return string(strconv.AppendUint(append(strconv.AppendUint(b[:0], uint64(pid), 10), '-'), startNS, 10))
 }
 
 // Failed reports whether the event carries a negative (errno) result.

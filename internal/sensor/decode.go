@@ -1,6 +1,7 @@
 package sensor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,6 +63,7 @@ var ErrUnknownKind = errors.New("unknown record kind")
 
 // proc is what the decoder remembers about one traced process.
 type proc struct {
+	imageNS      uint64 // the boot-clock start of the image execID names
 	execID       string
 	parentExecID string
 }
@@ -94,7 +96,7 @@ func NewDecoder(bootOffset time.Time) *Decoder {
 // tracing began (the root of `run`, or the tree `attach` joins).
 func (d *Decoder) Seed(pid uint32, imageNS uint64, parentExecID string) string {
 	id := event.ExecID(pid, imageNS)
-	d.procs[pid] = &proc{execID: id, parentExecID: parentExecID}
+	d.procs[pid] = &proc{imageNS: imageNS, execID: id, parentExecID: parentExecID}
 	return id
 }
 
@@ -207,10 +209,13 @@ func cstring(b []byte) string {
 
 func (d *Decoder) comm(c [16]int8) string {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&c[0])), len(c))
-	s := cstring(b)
-	if v, ok := d.comms[s]; ok {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if v, ok := d.comms[string(b)]; ok { // no allocation for the lookup
 		return v
 	}
+	s := string(b)
 	d.comms[s] = s
 	return s
 }
@@ -226,11 +231,10 @@ func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
 		Comm: d.comm(h.Comm),
 	}
 	p := d.procs[h.Pid]
-	id := event.ExecID(h.Pid, h.ImageNs)
-	if p == nil || p.execID != id {
+	if p == nil || p.imageNS != h.ImageNs {
 		// A process we did not see start (already running when tracing
 		// began): its image id is still stable, its parent unknown.
-		p = &proc{execID: id}
+		p = &proc{imageNS: h.ImageNs, execID: event.ExecID(h.Pid, h.ImageNs)}
 		d.procs[h.Pid] = p
 	}
 	e.ExecID = p.execID
@@ -280,7 +284,7 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	pb, cb, ab, sb := ps[0], ps[1], ps[2], ps[3]
 	// The exec starts a new image: its parent is the image that called execve.
 	prev := d.procs[r.H.Pid]
-	np := &proc{execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
+	np := &proc{imageNS: r.H.ImageNs, execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
 	if prev != nil {
 		np.parentExecID = prev.execID
 	}
@@ -321,6 +325,7 @@ func (d *Decoder) decodeFork(b []byte) (*event.Event, error) {
 	e := d.base(&r.H, event.KindFork)
 	e.ChildPID = r.ChildPid
 	d.procs[r.ChildPid] = &proc{
+		imageNS:      r.ChildImageNs,
 		execID:       event.ExecID(r.ChildPid, r.ChildImageNs),
 		parentExecID: e.ExecID,
 	}
