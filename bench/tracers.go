@@ -26,6 +26,8 @@ import (
 // execveat), file opens (open, openat, openat2, creat) and connect.
 type tracer struct {
 	Name string
+	// silent tracers record nothing by design (the floor).
+	silent bool
 	// prepare checks (and installs) what the tracer needs; an error is
 	// the reason it is skipped.
 	prepare func(ctx context.Context, e *env) error
@@ -45,6 +47,7 @@ var tracers = []*tracer{
 	{Name: "strace", prepare: prepareStrace, run: runStrace},
 	{Name: "auditd", prepare: prepareAuditd, run: runAuditd, finish: finishAuditd},
 	{Name: "bpftrace", prepare: prepareBpftrace, run: runBpftrace},
+	{Name: "floor", silent: true, prepare: prepareFloor, run: runFloor},
 }
 
 func tracerNames() []string {
@@ -521,6 +524,38 @@ func prepareBpftrace(ctx context.Context, e *env) error {
 var lostRE = regexp.MustCompile(`Lost (\d+) events`)
 
 func runBpftrace(ctx context.Context, r *run, s *Sample) error {
+	return runBpftraceScript(ctx, r, s, bpftraceScriptPath(r.e))
+}
+
+// floorScript attaches empty programs to the tracepoints polygraph
+// hooks: every syscall's entry and exit, and the process tree's
+// scheduler events. What it costs is what the kernel charges for running
+// any BPF program there before the program does anything: the floor
+// under polygraph's overhead on syscall-heavy workloads. (bpftrace 0.17
+// attaches through perf events, which cost a little more than
+// polygraph's tp_btf links, so this floor is if anything too high.)
+const floorScript = `tracepoint:raw_syscalls:sys_enter { }
+tracepoint:raw_syscalls:sys_exit { }
+tracepoint:sched:sched_process_fork { }
+tracepoint:sched:sched_process_exec { }
+tracepoint:sched:sched_process_exit { }
+`
+
+func floorScriptPath(e *env) string { return filepath.Join(e.tmp, "floor.bt") }
+
+func prepareFloor(ctx context.Context, e *env) error {
+	if err := ensureTools(ctx, e, "bpftrace", map[string]string{"bpftrace": "bpftrace"}); err != nil {
+		return err
+	}
+	return os.WriteFile(floorScriptPath(e), []byte(floorScript), 0o644)
+}
+
+func runFloor(ctx context.Context, r *run, s *Sample) error {
+	return runBpftraceScript(ctx, r, s, floorScriptPath(r.e))
+}
+
+// runBpftraceScript runs the workload under bpftrace with script.
+func runBpftraceScript(ctx context.Context, r *run, s *Sample, script string) error {
 	// bpftrace reports its perf-buffer losses ("Lost N events") in its
 	// output, between the events.
 	lc := &lineCounter{classify: func(l string) string {
@@ -544,7 +579,7 @@ func runBpftrace(ctx context.Context, r *run, s *Sample) error {
 	}
 	// -c runs the command once the probes are attached (cpid is its pid).
 	// bpftrace splits it on spaces: every path here is space-free.
-	cmd := exec.CommandContext(ctx, "bpftrace", "-c", strings.Join(r.helperArgs("-tracer", "ppid"), " "), bpftraceScriptPath(r.e))
+	cmd := exec.CommandContext(ctx, "bpftrace", "-c", strings.Join(r.helperArgs("-tracer", "ppid"), " "), script)
 	cmd.Stdout = pw
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
