@@ -7,15 +7,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
@@ -527,31 +533,64 @@ func runBpftrace(ctx context.Context, r *run, s *Sample) error {
 	return runBpftraceScript(ctx, r, s, bpftraceScriptPath(r.e))
 }
 
-// floorScript attaches empty programs to the tracepoints polygraph
-// hooks: every syscall's entry and exit, and the process tree's
-// scheduler events. What it costs is what the kernel charges for running
-// any BPF program there before the program does anything: the floor
-// under polygraph's overhead on syscall-heavy workloads. (bpftrace 0.17
-// attaches through perf events, which cost a little more than
-// polygraph's tp_btf links, so this floor is if anything too high.)
-const floorScript = `tracepoint:raw_syscalls:sys_enter { }
-tracepoint:raw_syscalls:sys_exit { }
-tracepoint:sched:sched_process_fork { }
-tracepoint:sched:sched_process_exec { }
-tracepoint:sched:sched_process_exit { }
-`
+// floorHooks are the tracepoints polygraph attaches its tp_btf programs
+// to (internal/sensor): every syscall's entry and exit, and the process
+// tree's scheduler events.
+var floorHooks = []string{"sys_enter", "sys_exit", "sched_process_fork", "sched_process_exec", "sched_process_exit"}
 
-func floorScriptPath(e *env) string { return filepath.Join(e.tmp, "floor.bt") }
-
-func prepareFloor(ctx context.Context, e *env) error {
-	if err := ensureTools(ctx, e, "bpftrace", map[string]string{"bpftrace": "bpftrace"}); err != nil {
-		return err
+// attachFloor attaches a program that returns at once to each of
+// floorHooks, the same way polygraph attaches its own (tp_btf links).
+// What the workload pays then is what the kernel charges for running any
+// program there before it does anything: the floor under polygraph's
+// overhead, which no change to its programs can go below.
+func attachFloor() (detach func(), err error) {
+	var closers []io.Closer
+	detach = func() {
+		for _, c := range slices.Backward(closers) {
+			c.Close()
+		}
 	}
-	return os.WriteFile(floorScriptPath(e), []byte(floorScript), 0o644)
+	defer func() {
+		if err != nil {
+			detach()
+		}
+	}()
+	for _, hook := range floorHooks {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name: "floor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: hook, License: "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load an empty tp_btf program for %s: %w", hook, err)
+		}
+		closers = append(closers, prog)
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return nil, fmt.Errorf("attach an empty tp_btf program to %s: %w", hook, err)
+		}
+		closers = append(closers, l)
+	}
+	return detach, nil
 }
 
+// prepareFloor checks that the empty programs load here.
+func prepareFloor(ctx context.Context, e *env) error {
+	detach, err := attachFloor()
+	if err != nil {
+		return err
+	}
+	detach()
+	return nil
+}
+
+// runFloor runs the workload bare while the empty programs are attached.
 func runFloor(ctx context.Context, r *run, s *Sample) error {
-	return runBpftraceScript(ctx, r, s, floorScriptPath(r.e))
+	detach, err := attachFloor()
+	if err != nil {
+		return err
+	}
+	defer detach()
+	return runBare(ctx, r, s)
 }
 
 // runBpftraceScript runs the workload under bpftrace with script.
