@@ -192,6 +192,12 @@ func checkTargets(res *Results) []Target {
 		if b := res.row(wl.Name, "bare"); b != nil && b.Runs > 1 && b.WallS > 0 {
 			noise = fmt.Sprintf("bare runs spread %.1f%%", (b.WallMaxS-b.WallMinS)/b.WallS*100)
 		}
+		if f := res.row(wl.Name, "floor"); f != nil && f.Runs > 0 && f.WallRatio > 0 {
+			if noise != "" {
+				noise += "; "
+			}
+			noise += "empty programs on the same hooks " + pct(f.WallRatio)
+		}
 		if wl.MaxOverhead > 0 {
 			margin := ""
 			if over > wl.MaxOverhead {
