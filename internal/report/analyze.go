@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -65,11 +66,18 @@ func Analyze(o Options) (*Report, error) {
 		// Sized up front: growing a million-event slice by doubling
 		// copies it a dozen times and leaves the old arrays to the GC.
 		events = make([]*event.Event, 0, min(m.Events, maxPresize))
-		if err := r.Events(session.Filter{}, func(e *event.Event) error {
+		// Reading keeps all but a few percent of what it allocates (the
+		// events), so a collection during it finds next to no garbage and
+		// only rescans the growing heap: on a million events that was a
+		// fifth of the report's time. The collector is off while reading.
+		gc := debug.SetGCPercent(-1)
+		err = r.Events(session.Filter{}, func(e *event.Event) error {
 			events = append(events, e)
 			sum.Observe(e)
 			return nil
-		}); err != nil {
+		})
+		debug.SetGCPercent(gc)
+		if err != nil {
 			return nil, fmt.Errorf("read session %s: %w", o.SessionPath, err)
 		}
 		left, err := r.Leftovers()

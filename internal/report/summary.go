@@ -84,7 +84,7 @@ func (s *Summary) Observe(e *event.Event) {
 			if !isPseudo(e.Path) {
 				s.written[e.Path] = true
 			}
-		} else {
+		} else if !s.read[e.Path] { // a lookup first: most reads repeat a path, and an insert costs more
 			s.read[e.Path] = true
 		}
 	case event.KindRename, event.KindLink:

@@ -288,34 +288,25 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			raw, n = protowire.ConsumeBytes(b)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n >= 0 {
-				b = b[n:]
-				continue // a field of a newer writer
-			}
 		}
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		// s is the field's value as a string: an id of the strings table
-		// or the inline bytes.
-		s := func() (string, error) {
-			if typ == protowire.BytesType {
-				return d.in.bytes(raw), nil
-			}
-			if v > math.MaxInt64 {
-				return "", fmt.Errorf("field %d: string id %d", num, v)
-			}
-			s, ok := d.strs.lookup(int64(v))
-			if !ok {
-				return "", fmt.Errorf("field %d: no string %d", num, v)
-			}
-			return s, nil
+		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
+			continue // a field of a newer writer
 		}
-		if typ == protowire.BytesType && num <= lastField && !stringField(num) {
+		if stringFields[num] {
+			s, err := d.string(typ, v, raw)
+			if err != nil {
+				return fmt.Errorf("field %d: %w", num, err)
+			}
+			d.setString(ev, num, s)
+			continue
+		}
+		if typ != protowire.VarintType {
 			return fmt.Errorf("field %d: bytes where a number belongs", num)
 		}
-		var err error
 		switch num {
 		case fKind:
 			if v < uint64(len(kindByCode)) && kindByCode[v] != "" {
@@ -323,10 +314,6 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			} else {
 				ev.Kind = event.Kind(fmt.Sprintf("kind-%d", v)) // a newer writer's kind
 			}
-		case fKindName:
-			var k string
-			k, err = s()
-			ev.Kind = event.Kind(k)
 		case fTS:
 			ts = firstTS + protowire.DecodeZigZag(v)
 		case fPID:
@@ -335,36 +322,14 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.TID = uint32(v)
 		case fPPID:
 			ev.PPID = uint32(v)
-		case fComm:
-			ev.Comm, err = s()
-		case fExecID:
-			ev.ExecID, err = s()
-		case fParentExecID:
-			ev.ParentExecID, err = s()
-		case fPath:
-			ev.Path, err = s()
-		case fPath2:
-			ev.Path2, err = s()
-		case fArgv:
-			var a string
-			a, err = s()
-			ev.Argv = append(ev.Argv, a)
 		case fArgvTruncated:
 			ev.ArgvTruncated = v != 0
 		case fPathTruncated:
 			ev.PathTruncated = v != 0
-		case fCwd:
-			ev.Cwd, err = s()
-		case fScript:
-			ev.Script, err = s()
 		case fUID:
 			ev.UID = d.uint32(uint32(v))
-		case fSHA256:
-			ev.SHA256, err = s()
 		case fChildPID:
 			ev.ChildPID = uint32(v)
-		case fChildExecID:
-			ev.ChildExecID, err = s()
 		case fExitCode:
 			ev.ExitCode = d.int(int(protowire.DecodeZigZag(v)))
 		case fSignal:
@@ -383,50 +348,89 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Flags = d.uint32(uint32(v))
 		case fMode:
 			ev.Mode = d.uint32(uint32(v))
-		case fAccess:
-			ev.Access, err = s()
 		case fResult:
 			ev.Result = d.int64(protowire.DecodeZigZag(v))
-		case fFamily:
-			ev.Family, err = s()
-		case fProto:
-			ev.Proto, err = s()
-		case fAddr:
-			ev.Addr, err = s()
 		case fPort:
 			ev.Port = uint16(v)
-		case fHost:
-			ev.Host, err = s()
-		case fQName:
-			ev.QName, err = s()
-		case fQType:
-			ev.QType, err = s()
-		case fAnswers:
-			var a string
-			a, err = s()
-			ev.Answers = append(ev.Answers, a)
 		case fBytesSent:
 			ev.BytesSent = v
 		case fBytesRecv:
 			ev.BytesRecv = v
-		}
-		if err != nil {
-			return err
 		}
 	}
 	ev.TS = timeOf(ts)
 	return nil
 }
 
-// stringField reports whether field num holds a string.
-func stringField(num protowire.Number) bool {
-	switch num {
-	case fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fSHA256,
-		fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers:
-		return true
+// string is a string field's value: an id of the strings table (a
+// varint) or the bytes inline.
+func (d *chunkDecoder) string(typ protowire.Type, v uint64, raw []byte) (string, error) {
+	if typ == protowire.BytesType {
+		return d.in.bytes(raw), nil
 	}
-	return false
+	if v > math.MaxInt64 {
+		return "", fmt.Errorf("string id %d", v)
+	}
+	s, ok := d.strs.lookup(int64(v))
+	if !ok {
+		return "", fmt.Errorf("no string %d", v)
+	}
+	return s, nil
 }
+
+// setString sets string field num of ev to s (appends, for a list).
+func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string) {
+	switch num {
+	case fKindName:
+		ev.Kind = event.Kind(s)
+	case fComm:
+		ev.Comm = s
+	case fExecID:
+		ev.ExecID = s
+	case fParentExecID:
+		ev.ParentExecID = s
+	case fPath:
+		ev.Path = s
+	case fPath2:
+		ev.Path2 = s
+	case fArgv:
+		ev.Argv = append(ev.Argv, s)
+	case fCwd:
+		ev.Cwd = s
+	case fScript:
+		ev.Script = s
+	case fSHA256:
+		ev.SHA256 = s
+	case fChildExecID:
+		ev.ChildExecID = s
+	case fAccess:
+		ev.Access = s
+	case fFamily:
+		ev.Family = s
+	case fProto:
+		ev.Proto = s
+	case fAddr:
+		ev.Addr = s
+	case fHost:
+		ev.Host = s
+	case fQName:
+		ev.QName = s
+	case fQType:
+		ev.QType = s
+	case fAnswers:
+		ev.Answers = append(ev.Answers, s)
+	}
+}
+
+// stringFields marks the fields that hold strings.
+var stringFields = func() [lastField + 1]bool {
+	var m [lastField + 1]bool
+	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
+		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers} {
+		m[f] = true
+	}
+	return m
+}()
 
 // ptrSlab is how many pointer-field values are allocated together.
 const ptrSlab = 1024

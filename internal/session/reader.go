@@ -13,9 +13,11 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/polygraph/polygraph/internal/event"
 
@@ -281,46 +283,130 @@ func readChunks(c driverConn, f Filter, fn func(*event.Event) error) (err error)
 	if err != nil {
 		return err
 	}
-	d := &chunkDecoder{strs: strs, in: in}
 	keep := f.matcher()
 	rows, err := query(c, "SELECT first_seq, count, first_ts, data FROM chunks ORDER BY first_seq", nil)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	row := make([]driver.Value, 4)
-	var next uint64 = 1
-	for {
-		if err := rows.Next(row); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		var ints [3]int64
-		for i := range ints {
-			if ints[i], err = intCol(row[i]); err != nil {
-				return fmt.Errorf("%w: chunk %v: %s: %v", ErrCorrupt, row[0], strings.Split(chunkCols, ", ")[i], err)
+
+	// Chunks decode independently once the strings are loaded, so
+	// decoders run on every core while this goroutine hands their events
+	// to fn in order: one goroutine reads the rows, the decoders take the
+	// chunks from work, and order carries them, oldest first, to the loop
+	// below, which waits for each to be decoded.
+	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
+	work := make(chan *chunkJob)
+	order := make(chan *chunkJob, 4*workers)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &chunkDecoder{strs: strs, in: newInterner()}
+			for j := range work {
+				j.evs = make([]*event.Event, 0, j.count)
+				j.err = d.decode(j.data, j.first, j.count, j.firstTS, func(ev *event.Event) error {
+					j.evs = append(j.evs, ev)
+					return nil
+				})
+				j.data = nil
+				close(j.done)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(work)
+		defer close(order)
+		send := func(ch chan *chunkJob, j *chunkJob) bool {
+			select {
+			case ch <- j:
+				return true
+			case <-quit:
+				return false
 			}
 		}
-		data, _ := row[3].([]byte)
-		first := uint64(ints[0])
-		if first != next || ints[1] < 1 {
-			return fmt.Errorf("%w: chunk at event %d (%d events) after event %d", ErrCorrupt, first, ints[1], next-1)
+		fail := func(err error) {
+			j := &chunkJob{err: err, done: make(chan struct{})}
+			close(j.done)
+			send(order, j)
 		}
-		next = first + uint64(ints[1])
-		err := d.decode(data, first, int(ints[1]), ints[2], func(ev *event.Event) error {
+		row := make([]driver.Value, 4)
+		var next uint64 = 1
+		for {
+			if err := rows.Next(row); err == io.EOF {
+				return
+			} else if err != nil {
+				fail(err)
+				return
+			}
+			var ints [3]int64
+			for i := range ints {
+				var err error
+				if ints[i], err = intCol(row[i]); err != nil {
+					fail(fmt.Errorf("%w: chunk %v: %s: %v", ErrCorrupt, row[0], strings.Split(chunkCols, ", ")[i], err))
+					return
+				}
+			}
+			first := uint64(ints[0])
+			if first != next || ints[1] < 1 || ints[1] > maxChunkEvents {
+				fail(fmt.Errorf("%w: chunk at event %d (%d events) after event %d", ErrCorrupt, first, ints[1], next-1))
+				return
+			}
+			next = first + uint64(ints[1])
+			data, _ := row[3].([]byte) // the driver's own copy
+			j := &chunkJob{data: data, first: first, count: int(ints[1]), firstTS: ints[2], done: make(chan struct{})}
+			if !send(order, j) || !send(work, j) {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		for range order { // let the reader finish
+		}
+		wg.Wait()
+	}()
+	for j := range order {
+		<-j.done
+		if errors.Is(j.err, errChunk) {
+			return fmt.Errorf("%w: %v", ErrCorrupt, j.err)
+		}
+		if j.err != nil {
+			return j.err
+		}
+		for _, ev := range j.evs {
 			if keep != nil && !keep(ev) {
-				return nil
+				continue
 			}
-			return fn(ev)
-		})
-		if errors.Is(err, errChunk) {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		if err != nil {
-			return err
+			if err := fn(ev); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// maxDecoders bounds the goroutines decoding chunks.
+const maxDecoders = 4
+
+// maxChunkEvents bounds the events a chunk row may claim, far above what
+// the writer puts in one (maxBatch), so a damaged count cannot make the
+// reader allocate without limit.
+const maxChunkEvents = 1 << 16
+
+// chunkJob is one chunk on its way from the rows to fn.
+type chunkJob struct {
+	data    []byte
+	first   uint64
+	count   int
+	firstTS int64
+	evs     []*event.Event // decoded
+	err     error
+	done    chan struct{} // closed once evs or err is set
 }
 
 // matcher returns the test f makes of an event, nil when f selects all.
