@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,10 @@ type callInfo struct {
 	seenRead   map[string]bool
 	seenWrite  map[string]bool
 	seenDNS    map[string]bool
+
+	// lead and until are start and end widened by the slack (until only
+	// for a closed call), set by index: window checks run per event.
+	lead, until time.Time
 }
 
 // pathSet is what a call names on disk, resolved to absolute paths.
@@ -108,33 +113,27 @@ type pathSet struct {
 // tr may be nil: then nothing is attributed to a tool call, and the
 // agent's own activity is still classified. events need not be sorted.
 func Attribute(events []*event.Event, tr *transcript.Transcript, meta session.Meta, opts Options) *Result {
-	evs := events
-	if !sort.SliceIsSorted(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq }) {
-		evs = append([]*event.Event(nil), events...)
-		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
-	}
 	a := &attributor{
 		slack: opts.slack(),
-		tree:  buildTree(evs),
 		meta:  meta,
-		res: &Result{
-			ByCall:       map[string]*CallActivity{},
-			Attributions: make([]Attribution, 0, len(evs)),
-			Counts:       map[Reason]int{},
-		},
+		res:   &Result{ByCall: map[string]*CallActivity{}, Counts: map[Reason]int{}},
+	}
+	evs := events
+	if !a.scan(evs) { // not in seq order
+		evs = append([]*event.Event(nil), events...)
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
+		a.scan(evs)
 	}
 	a.calls = a.buildCalls(tr)
 	a.index()
 	a.decideAll()
 	a.env = a.buildEnv(tr, opts)
 	a.api = newAPISet(opts.APIEndpoints)
-	core := a.coreEvents(evs)
+	core := a.coreEvents(a.tree.peers) // all learnDNS and learnDominant look at
 	a.api.learnDNS(core)
 	a.api.learnDominant(core, a.firstCallStart())
-	a.fds = map[uint32]map[int64]string{}
-	for _, e := range evs {
-		a.attribute(e)
-	}
+	a.attributeAll(evs)
+	a.finish(evs)
 	for _, p := range a.tree.procs {
 		if p.owner.kind == ownCore || p.owner.kind == ownHelper {
 			for _, im := range p.images {
@@ -151,13 +150,32 @@ type attributor struct {
 	meta     session.Meta
 	calls    []*callInfo // transcript order
 	byStart  []*callInfo // by start, for callsAt
-	maxEnd   []time.Time // maxEnd[i]: the latest window end among byStart[:i+1]; zero when one is open
 	env      *env
 	api      *apiSet
 	rootArgv []string
-	fds      map[uint32]map[int64]string // pid -> fd -> path, from successful opens
+	fds      fdTable // from successful opens
 	res      *Result
+
+	// closedEnd[i] is the latest widened end (until) among the closed
+	// calls of byStart[:i+1], zero when there is none; openAt lists the
+	// byStart indexes of the open calls, ascending. An open call does not
+	// stop callsAt from cutting its search short for the closed ones.
+	closedEnd []time.Time
+	openAt    []int
+
+	// runs are the events' images; forks are the indexes of the fork
+	// events, ascending; resolved holds the paths of the events that name
+	// a path relative to an fd (resolve), by index. scan fills them.
+	runs     []run
+	forks    []int32
+	resolved map[int32]resolution
+
+	counts [len(reasons)]int // the verdicts by reason
+	listed int               // the events to list as unattributed
 }
+
+// reasons lists the reasons, for counting them in an array.
+var reasons = [...]Reason{ReasonLineage, ReasonInProcess, ReasonAgentAPI, ReasonAgentBookkeeping, ReasonUnattributed}
 
 // buildCalls prepares every tool call for matching, in transcript order.
 func (a *attributor) buildCalls(tr *transcript.Transcript) []*callInfo {
@@ -253,33 +271,43 @@ func (a *attributor) firstCallStart() time.Time {
 	return first
 }
 
-// index sorts the calls by start for callsAt.
+// index widens the calls' windows and sorts the calls by start for
+// callsAt.
 func (a *attributor) index() {
+	for _, ci := range a.calls {
+		ci.lead = ci.start.Add(-a.slack)
+		if !ci.open {
+			ci.until = ci.end.Add(a.slack)
+		}
+	}
 	a.byStart = append([]*callInfo(nil), a.calls...)
 	sort.SliceStable(a.byStart, func(i, j int) bool { return a.byStart[i].start.Before(a.byStart[j].start) })
-	a.maxEnd = make([]time.Time, len(a.byStart))
+	a.closedEnd = make([]time.Time, len(a.byStart))
 	var m time.Time
-	open := false
 	for i, ci := range a.byStart {
 		switch {
-		case open || ci.open:
-			open = true
-		case ci.end.After(m):
-			m = ci.end
+		case ci.open:
+			a.openAt = append(a.openAt, i)
+		case ci.until.After(m):
+			m = ci.until
 		}
-		if !open {
-			a.maxEnd[i] = m
-		}
+		a.closedEnd[i] = m
 	}
 }
 
-// callsAt returns the calls whose window (widened by the slack) holds ts.
+// callsAt returns the calls whose window (widened by the slack) holds ts,
+// latest start first.
 func (a *attributor) callsAt(ts time.Time) []*callInfo {
-	hi := sort.Search(len(a.byStart), func(i int) bool { return a.byStart[i].start.Add(-a.slack).After(ts) })
+	hi := sort.Search(len(a.byStart), func(i int) bool { return a.byStart[i].lead.After(ts) })
 	var out []*callInfo
 	for i := hi - 1; i >= 0; i-- {
-		if !a.maxEnd[i].IsZero() && ts.After(a.maxEnd[i].Add(a.slack)) {
-			break // no call started this early is still running
+		if a.closedEnd[i].IsZero() || ts.After(a.closedEnd[i]) {
+			// No closed call started this early is still running; every
+			// open one that started by ts is (it started before hi).
+			for j := sort.SearchInts(a.openAt, i+1) - 1; j >= 0; j-- {
+				out = append(out, a.byStart[a.openAt[j]])
+			}
+			break
 		}
 		if a.inWindow(a.byStart[i], ts) {
 			out = append(out, a.byStart[i])
@@ -290,10 +318,10 @@ func (a *attributor) callsAt(ts time.Time) []*callInfo {
 
 // inWindow reports whether ts falls in ci's window widened by the slack.
 func (a *attributor) inWindow(ci *callInfo, ts time.Time) bool {
-	if !ci.start.IsZero() && ts.Before(ci.start.Add(-a.slack)) {
+	if !ci.start.IsZero() && ts.Before(ci.lead) {
 		return false
 	}
-	return ci.open || !ts.After(ci.end.Add(a.slack))
+	return ci.open || !ts.After(ci.until)
 }
 
 // strictlyIn reports whether ts falls in ci's window without slack.
@@ -303,7 +331,7 @@ func (a *attributor) strictlyIn(ci *callInfo, ts time.Time) bool {
 
 // afterReturn reports whether ts is after ci's result reached the agent.
 func (a *attributor) afterReturn(ci *callInfo, ts time.Time) bool {
-	return !ci.open && ts.After(ci.end.Add(a.slack))
+	return !ci.open && ts.After(ci.until)
 }
 
 // decideAll decides who every process acts for, parents first.
@@ -418,12 +446,16 @@ func (c candidate) better(d candidate) bool {
 // within the call's window.
 func (a *attributor) matchShell(p *process) *callInfo {
 	var best candidate
-	for _, e := range p.execs() {
+	for _, im := range p.images {
+		e := im.exec
+		if e == nil {
+			continue
+		}
 		for _, ci := range a.callsAt(e.TS) {
 			if ci.shell == nil {
 				continue
 			}
-			s, l := ci.shell.score(e.Argv)
+			s, l := ci.shell.scoreText(im.argvText())
 			if s == matchNone {
 				continue
 			}
@@ -446,8 +478,11 @@ func (a *attributor) matchWrapped(p *process) *callInfo {
 		queue = queue[1:]
 		if q != p {
 			if ci := a.matchShell(q); ci != nil {
-				for _, e := range q.execs() {
-					if s, _ := ci.shell.score(e.Argv); s >= matchPayload {
+				for _, im := range q.images {
+					if im.exec == nil {
+						continue
+					}
+					if s, _ := ci.shell.scoreText(im.argvText()); s >= matchPayload {
 						return ci
 					}
 				}
@@ -569,36 +604,112 @@ func agentDataDir(path string) string {
 	return ""
 }
 
-// coreEvents returns the events of the agent's own processes.
+// coreEvents returns those of evs that the agent's own processes made.
 func (a *attributor) coreEvents(evs []*event.Event) []*event.Event {
 	var out []*event.Event
 	for _, e := range evs {
-		if im := a.tree.images[e.ExecID]; im != nil && im.proc != nil && im.proc.owner.kind == ownCore {
+		if im := a.tree.imageOf(e); im != nil && im.proc != nil && im.proc.owner.kind == ownCore {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// attribute decides one event and records the verdict.
-func (a *attributor) attribute(e *event.Event) {
-	at := Attribution{Seq: e.Seq, Reason: ReasonUnattributed}
-	path, rest := a.resolve(e, e.Path)
-	path2, rest2 := a.resolve(e, e.Path2)
-	if path != e.Path && path != "" {
-		at.ResolvedPath = path
-	}
-	if e.Kind == event.KindOpen && !e.Failed() && e.Result != nil {
-		fds := a.fds[e.PID]
-		if fds == nil {
-			fds = map[int64]string{}
-			a.fds[e.PID] = fds
+// scan walks the events once: it builds the image tree and fills in, for
+// every event, what its attribution owes nothing to who acted: its seq,
+// the path it resolves to (from the fds its process had open then), the
+// verdict "unattributed" that stands unless someone is found. Most events
+// of a session without a transcript need nothing more, and the second
+// walk need not read them again. It reports false, having stopped, at an
+// event out of seq order.
+func (a *attributor) scan(evs []*event.Event) bool {
+	a.tree = newTree()
+	a.runs, a.forks, a.resolved = nil, nil, map[int32]resolution{}
+	a.fds = fdTable{byPID: map[uint32]*pidFDs{}}
+	a.res.Attributions = make([]Attribution, len(evs))
+	for i, e := range evs {
+		if i > 0 && e.Seq < evs[i-1].Seq {
+			return false
 		}
-		fds[*e.Result] = path
+		if im := a.tree.add(e); i == 0 || im != a.runs[len(a.runs)-1].im {
+			a.runs = append(a.runs, run{from: int32(i), im: im})
+		}
+		if e.Kind == event.KindFork {
+			a.forks = append(a.forks, int32(i))
+		}
+		r := resolution{path: e.Path, path2: e.Path2}
+		if relative(e.Path) || relative(e.Path2) {
+			r.path, r.rest = a.resolve(e, e.Path)
+			r.path2, r.rest2 = a.resolve(e, e.Path2)
+			a.resolved[int32(i)] = r
+		}
+		at := &a.res.Attributions[i]
+		at.Seq, at.Reason = e.Seq, ReasonUnattributed
+		if r.path != e.Path && r.path != "" {
+			at.ResolvedPath = r.path
+		}
+		if e.Kind == event.KindOpen && !e.Failed() && e.Result != nil {
+			a.fds.set(e.PID, *e.Result, r.path)
+		}
 	}
+	a.tree.link()
+	return true
+}
 
+// run is a stretch of consecutive events of one image.
+type run struct {
+	from int32  // the index of its first event
+	im   *image // nil for events without an exec_id
+}
+
+// attributeAll decides every event (evs being those scan was given),
+// into the attributions scan left.
+func (a *attributor) attributeAll(evs []*event.Event) {
+	runs, forks := a.runs, a.forks
+	var im *image
+	for i, e := range evs {
+		if len(runs) > 0 && runs[0].from == int32(i) {
+			im, runs = runs[0].im, runs[1:]
+		}
+		at := &a.res.Attributions[i]
+		fork := len(forks) > 0 && forks[0] == int32(i)
+		if fork {
+			forks = forks[1:]
+		}
+		if !fork && (im == nil || im.proc == nil || im.proc.owner.kind == ownNone) {
+			// Nobody's: scan said all there is to say but the detail.
+			if im != nil && im.proc != nil {
+				at.Detail = im.proc.owner.detail
+			}
+			if at.Detail == "" {
+				at.Detail = "no-call"
+			}
+			a.tally(at)
+			continue
+		}
+		a.attribute(e, im, at, a.resolution(int32(i), e))
+	}
+}
+
+// resolution is an event's paths as resolve gave them.
+type resolution struct {
+	path, rest, path2, rest2 string
+}
+
+// resolution returns the resolution of events[i], e.
+func (a *attributor) resolution(i int32, e *event.Event) resolution {
+	if r, ok := a.resolved[i]; ok {
+		return r
+	}
+	return resolution{path: e.Path, path2: e.Path2} // resolve leaves other paths as they are
+}
+
+// attribute decides one event, of image im (nil for none), whose paths
+// resolve to r, into at (as scan left it).
+func (a *attributor) attribute(e *event.Event, im *image, at *Attribution, r resolution) {
+	path, rest, path2, rest2 := r.path, r.rest, r.path2, r.rest2
 	var o owner
-	if im := a.tree.images[e.ExecID]; im != nil && im.proc != nil {
+	if im != nil && im.proc != nil {
 		o = im.proc.owner
 	}
 	// A fork is the start of the child: it belongs to whoever the child acts for.
@@ -611,28 +722,26 @@ func (a *attributor) attribute(e *event.Event) {
 	switch o.kind {
 	case ownCall:
 		at.Reason, at.ToolCallID, at.Detail = ReasonLineage, o.call.tc.ID, o.detail
-		if im := a.tree.images[e.ExecID]; im != nil && im.exec != nil && e.Kind != event.KindFork {
-			if r, _ := execRole(im.exec, a.rootArgv); r == roleTransparent {
-				at.Detail = "wrapper" // the agent's sandbox or snapshot wrapper, before it becomes the command
-			}
+		if im != nil && im.exec != nil && e.Kind != event.KindFork && a.wrapper(im) {
+			at.Detail = "wrapper" // the agent's sandbox or snapshot wrapper, before it becomes the command
 		}
 		at.AfterReturn = a.afterReturn(o.call, e.TS)
-		a.record(o.call, e, path, path2, at.AfterReturn)
+		a.record(o.call, e, im, path, path2, at.AfterReturn)
 	case ownHelper:
 		switch {
 		case isNetwork(e.Kind):
-			a.network(e, &at, false)
+			a.network(e, im, at, false)
 		default:
 			at.Reason, at.Detail = ReasonAgentBookkeeping, o.detail
 		}
 	case ownCore:
 		switch {
 		case isNetwork(e.Kind):
-			a.network(e, &at, true)
+			a.network(e, im, at, true)
 		case isFile(e.Kind):
 			if ci := a.inProcess(e, path, rest, path2, rest2); ci != nil {
 				at.Reason, at.ToolCallID, at.Detail = ReasonInProcess, ci.tc.ID, "path"
-				a.record(ci, e, path, path2, false)
+				a.record(ci, e, im, path, path2, false)
 				break
 			}
 			var d string
@@ -661,24 +770,65 @@ func (a *attributor) attribute(e *event.Event) {
 			at.Detail = "no-call"
 		}
 	}
+	a.tally(at)
+}
 
-	a.res.Attributions = append(a.res.Attributions, at)
-	a.res.Counts[at.Reason]++
-	if at.Reason == ReasonUnattributed || at.AfterReturn {
-		a.res.Unattributed = append(a.res.Unattributed, e)
+// tally counts a verdict.
+func (a *attributor) tally(at *Attribution) {
+	for i, r := range reasons {
+		if at.Reason == r {
+			a.counts[i]++
+			break
+		}
 	}
 	if at.AfterReturn {
 		a.res.AfterReturn++
 	}
+	if at.Reason == ReasonUnattributed || at.AfterReturn {
+		a.listed++
+	}
+}
+
+// finish fills in the counts and the list of unattributed events (evs
+// being the attributed events, in order), sized to fit: with no
+// transcript, that is nearly every event, and the result is kept for as
+// long as the report.
+func (a *attributor) finish(evs []*event.Event) {
+	for i, n := range a.counts {
+		if n > 0 {
+			a.res.Counts[reasons[i]] = n
+		}
+	}
+	if a.listed == 0 {
+		return
+	}
+	a.res.Unattributed = make([]*event.Event, 0, a.listed)
+	for i := range a.res.Attributions {
+		if at := &a.res.Attributions[i]; at.Reason == ReasonUnattributed || at.AfterReturn {
+			a.res.Unattributed = append(a.res.Unattributed, evs[i])
+		}
+	}
+}
+
+// wrapper reports whether the exec of im is the agent's sandbox or
+// snapshot wrapper, which becomes the command it wraps.
+func (a *attributor) wrapper(im *image) bool {
+	if im.wrapper == 0 {
+		im.wrapper = -1
+		if r, _ := execRole(im.exec, a.rootArgv); r == roleTransparent {
+			im.wrapper = 1
+		}
+	}
+	return im.wrapper > 0
 }
 
 // network classifies a network event of the agent's own process (core) or
-// of one of its helpers.
-func (a *attributor) network(e *event.Event, at *Attribution, core bool) {
+// of one of its helpers; im is the event's image.
+func (a *attributor) network(e *event.Event, im *image, at *Attribution, core bool) {
 	if core && (e.Kind == event.KindConnect || e.Kind == event.KindDNS || e.Kind == event.KindNet) {
 		if ci := a.fetchCall(e); ci != nil {
 			at.Reason, at.ToolCallID, at.Detail = ReasonInProcess, ci.tc.ID, "host"
-			a.record(ci, e, "", "", false)
+			a.record(ci, e, im, "", "", false)
 			return
 		}
 	}
@@ -805,8 +955,8 @@ func tempSibling(name, target string) bool {
 	return strings.HasPrefix(name, target+".") || strings.HasPrefix(name, "."+target) || name == target+"~"
 }
 
-// record adds the event to the call's activity.
-func (a *attributor) record(ci *callInfo, e *event.Event, path, path2 string, late bool) {
+// record adds the event, of image im, to the call's activity.
+func (a *attributor) record(ci *callInfo, e *event.Event, im *image, path, path2 string, late bool) {
 	act := ci.act
 	act.Events = append(act.Events, e.Seq)
 	if late {
@@ -823,7 +973,7 @@ func (a *attributor) record(ci *callInfo, e *event.Event, path, path2 string, la
 		act.Execs = append(act.Execs, e)
 	case event.KindExit:
 		if act.RootExit == nil && act.RootExecID != "" {
-			if im := a.tree.images[e.ExecID]; im != nil && im.proc != nil && im.proc.top().id == act.RootExecID {
+			if im != nil && im.proc != nil && im.proc.top().id == act.RootExecID {
 				act.RootExit = e
 			}
 		}
@@ -868,28 +1018,126 @@ func (a *attributor) resolve(e *event.Event, p string) (string, string) {
 	if p == "" {
 		return "", ""
 	}
-	var tail string
-	switch {
-	case strings.HasPrefix(p, "/proc/self/fd/"):
-		tail = p[len("/proc/self/fd/"):]
-	case strings.HasPrefix(p, "/proc/thread-self/fd/"):
-		tail = p[len("/proc/thread-self/fd/"):]
-	case strings.HasPrefix(p, "/dev/fd/"):
-		tail = p[len("/dev/fd/"):]
-	case strings.HasPrefix(p, "/proc/"+strconv.FormatUint(uint64(e.PID), 10)+"/fd/"):
-		tail = p[len("/proc/"+strconv.FormatUint(uint64(e.PID), 10)+"/fd/"):]
-	default:
-		return p, ""
+	tail, ok := fdTail(p, e.PID)
+	if !ok {
+		return p, "" // relative(p) is false for these
 	}
 	num, rest, _ := strings.Cut(tail, "/")
 	fd, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || rest == "" {
 		return p, "" // the fd itself (/dev/fd/1): a device, not a path
 	}
-	if dir := a.fds[e.PID][fd]; dir != "" {
+	if dir := a.fds.get(e.PID, fd); dir != "" {
 		return filepath.Join(dir, rest), ""
 	}
 	return "", rest
+}
+
+// relative reports whether resolve may change p: whether it starts with
+// /proc/ or /dev/fd/, which fdTail looks for. It runs on every path of
+// the session, and nearly all part ways with both at their second byte.
+func relative(p string) bool {
+	if len(p) < 6 || p[0] != '/' {
+		return false
+	}
+	switch p[1] {
+	case 'p':
+		return strings.HasPrefix(p, "/proc/")
+	case 'd':
+		return strings.HasPrefix(p, "/dev/fd/")
+	}
+	return false
+}
+
+// fdTail returns what follows the fd directory of a /proc/self/fd/,
+// /proc/thread-self/fd/, /dev/fd/ or /proc/PID/fd/ path, PID being pid;
+// ok is false for any other path. It runs on every path of the session:
+// it allocates nothing.
+func fdTail(p string, pid uint32) (tail string, ok bool) {
+	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok {
+		return rest, true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return "", false
+	}
+	if t, ok := strings.CutPrefix(rest, "self/fd/"); ok {
+		return t, true
+	}
+	if t, ok := strings.CutPrefix(rest, "thread-self/fd/"); ok {
+		return t, true
+	}
+	var buf [20]byte
+	num := strconv.AppendUint(buf[:0], uint64(pid), 10)
+	if len(rest) > len(num) && rest[:len(num)] == string(num) {
+		return strings.CutPrefix(rest[len(num):], "/fd/")
+	}
+	return "", false
+}
+
+// fdTable remembers, per pid, the path each fd was opened on.
+type fdTable struct {
+	byPID   map[uint32]*pidFDs
+	lastPID uint32
+	last    *pidFDs // byPID[lastPID]: events come in runs of one process
+}
+
+// pidFDs are one pid's fds: the low ones by number, the rest in a map.
+type pidFDs struct {
+	low  []string
+	high map[int64]string
+}
+
+// lowFDs is how many fds a pid's table keeps in its slice.
+const lowFDs = 1024
+
+// of returns pid's fds, made when create is set (else nil for a pid
+// with none).
+func (t *fdTable) of(pid uint32, create bool) *pidFDs {
+	if t.last != nil && t.lastPID == pid {
+		return t.last
+	}
+	f := t.byPID[pid]
+	if f == nil {
+		if !create {
+			return nil
+		}
+		f = &pidFDs{}
+		t.byPID[pid] = f
+	}
+	t.lastPID, t.last = pid, f
+	return f
+}
+
+// set records that pid opened path as fd.
+func (t *fdTable) set(pid uint32, fd int64, path string) {
+	f := t.of(pid, true)
+	if fd >= 0 && fd < lowFDs {
+		if n := int(fd) + 1; n > len(f.low) {
+			f.low = slices.Grow(f.low, max(n, 16)-len(f.low))[:n]
+		}
+		f.low[fd] = path
+		return
+	}
+	if f.high == nil {
+		f.high = map[int64]string{}
+	}
+	f.high[fd] = path
+}
+
+// get returns the path pid last opened as fd, "" when unknown.
+func (t *fdTable) get(pid uint32, fd int64) string {
+	f := t.of(pid, false)
+	switch {
+	case f == nil:
+		return ""
+	case fd >= 0 && fd < lowFDs:
+		if fd < int64(len(f.low)) {
+			return f.low[fd]
+		}
+		return ""
+	}
+	return f.high[fd]
 }
 
 func isNetwork(k event.Kind) bool {

@@ -17,6 +17,7 @@ const (
 // the process that runs it.
 type cmdMatcher struct {
 	argv    []string // the exact argv the agent recorded (Codex), if any
+	argvLen int      // the length of argv joined with spaces
 	exact   []string // whole-argument forms
 	payload []string // forms to find inside a wrapper script
 	squash  []string // squashed forms
@@ -27,7 +28,7 @@ type cmdMatcher struct {
 const minSquash = 6
 
 func newCmdMatcher(command string, argv []string) *cmdMatcher {
-	m := &cmdMatcher{argv: argv}
+	m := &cmdMatcher{argv: argv, argvLen: len(strings.Join(argv, " "))}
 	var bases []string
 	add := func(s string) {
 		s = strings.TrimSpace(s)
@@ -65,18 +66,52 @@ func newCmdMatcher(command string, argv []string) *cmdMatcher {
 	return m
 }
 
+// argvText is an exec's argv in the forms a cmdMatcher compares: worked
+// out once for the exec, which is scored against every shell call running
+// when it started.
+type argvText struct {
+	argv     []string
+	texts    []string // the arguments and, for more than one, the whole command line
+	trimmed  []string // texts without surrounding white space
+	squashed []string // texts squashed; nil until needed
+}
+
+func newArgvText(argv []string) *argvText {
+	x := &argvText{argv: argv}
+	if len(argv) > 1 {
+		x.texts = append(append([]string(nil), argv[1:]...), strings.Join(argv, " "))
+	}
+	x.trimmed = make([]string, len(x.texts))
+	for i, t := range x.texts {
+		x.trimmed[i] = strings.TrimSpace(t)
+	}
+	return x
+}
+
+// squashedTexts returns the texts squashed.
+func (x *argvText) squashedTexts() []string {
+	if x.squashed == nil {
+		x.squashed = make([]string, len(x.texts))
+		for i, t := range x.texts {
+			x.squashed[i] = squash(t)
+		}
+	}
+	return x.squashed
+}
+
 // score rates how well argv carries the command, and how long the matched
 // form is (a longer match is the more specific one between two calls).
 func (m *cmdMatcher) score(argv []string) (int, int) {
-	if len(argv) == 0 {
+	return m.scoreText(newArgvText(argv))
+}
+
+// scoreText is score on an argv's texts.
+func (m *cmdMatcher) scoreText(x *argvText) (int, int) {
+	if len(x.argv) == 0 {
 		return matchNone, 0
 	}
-	if len(m.argv) > 0 && hasSuffix(argv, m.argv) {
-		return matchExact, len(strings.Join(m.argv, " "))
-	}
-	texts := argv[1:]
-	if len(argv) > 1 {
-		texts = append(append([]string(nil), texts...), strings.Join(argv, " "))
+	if len(m.argv) > 0 && hasSuffix(x.argv, m.argv) {
+		return matchExact, m.argvLen
 	}
 	best, blen := matchNone, 0
 	set := func(s, l int) {
@@ -84,9 +119,9 @@ func (m *cmdMatcher) score(argv []string) (int, int) {
 			best, blen = s, l
 		}
 	}
-	for _, t := range texts {
+	for i, t := range x.texts {
 		for _, e := range m.exact {
-			if strings.TrimSpace(t) == e {
+			if x.trimmed[i] == e {
 				set(matchExact, len(e))
 			}
 		}
@@ -99,8 +134,7 @@ func (m *cmdMatcher) score(argv []string) (int, int) {
 	if best >= matchPayload {
 		return best, blen
 	}
-	for _, t := range texts {
-		st := squash(t)
+	for _, st := range x.squashedTexts() {
 		for _, s := range m.squash {
 			switch {
 			case st == s:

@@ -133,3 +133,40 @@ func TestURLHost(t *testing.T) {
 		}
 	}
 }
+
+// TestFDTail checks the fd-relative path forms resolve reads, and that
+// relative, which spares the other paths, lets every one of them through.
+func TestFDTail(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		tail string
+		ok   bool
+	}{
+		{"/proc/self/fd/3/a/b", "3/a/b", true},
+		{"/proc/thread-self/fd/7/x", "7/x", true},
+		{"/dev/fd/4/y", "4/y", true},
+		{"/dev/fd/1", "1", true},
+		{"/proc/123/fd/5/z", "5/z", true},
+		{"/proc/1234/fd/5/z", "", false}, // another pid
+		{"/proc/12/fd/5/z", "", false},
+		{"/proc/123/fdx", "", false},
+		{"/proc/123", "", false},
+		{"/proc/self/status", "", false},
+		{"/dev/null", "", false},
+		{"/home/dev/proc/self/fd/3/x", "", false},
+		{"", "", false},
+	} {
+		tail, ok := fdTail(c.path, 123)
+		if tail != c.tail && c.ok || ok != c.ok {
+			t.Errorf("fdTail(%q) = %q, %v; want %q, %v", c.path, tail, ok, c.tail, c.ok)
+		}
+		if ok && !relative(c.path) {
+			t.Errorf("relative(%q) = false for a path fdTail resolves", c.path)
+		}
+	}
+	for _, p := range []string{"/usr/lib/x", "/home/dev/a", "/d", "/p", "proc/self/fd/1/x", "/dev/null"} {
+		if relative(p) {
+			t.Errorf("relative(%q) = true", p)
+		}
+	}
+}

@@ -25,6 +25,20 @@ type image struct {
 	next     []*image // images exec'd from it (same process)
 	children []*image // processes forked from it
 	proc     *process
+
+	// wrapper caches whether exec is the agent's sandbox or snapshot
+	// wrapper (execRole's roleTransparent): 0 not yet known, 1 yes, -1 no.
+	// Every event of a call's process asks.
+	wrapper int8
+	text    *argvText // exec's argv for matching, once asked for
+}
+
+// argvText returns the texts of the image's exec argv (it has an exec).
+func (im *image) argvText() *argvText {
+	if im.text == nil {
+		im.text = newArgvText(im.exec.Argv)
+	}
+	return im.text
 }
 
 // process is one pid's life in the tree: the image it was forked (or
@@ -70,51 +84,76 @@ func (p *process) exitEvent() *event.Event {
 	return nil
 }
 
-// tree is the image graph of a session.
+// tree is the image graph of a session, built by add and link.
 type tree struct {
 	images map[string]*image
 	procs  []*process // in order of creation
+	last   *image     // the image add or imageOf found last
+	// peers are the connect, net and dns events, in order: what tells
+	// the model API apart, gathered on the way.
+	peers []*event.Event
 }
 
-// buildTree links every image named by the events (sorted by seq) to the
-// image it came from: exec events name the pre-exec image of the same pid
-// as parent, fork events name the child's first image.
-func buildTree(events []*event.Event) *tree {
-	t := &tree{images: map[string]*image{}}
-	get := func(id string, pid uint32, e *event.Event) *image {
-		im := t.images[id]
-		if im == nil {
-			im = &image{id: id, pid: pid, start: e.TS, first: e.Seq}
-			t.images[id] = im
-		}
-		return im
+func newTree() *tree { return &tree{images: map[string]*image{}} }
+
+// imageOf returns the image of e (nil for none). Events come in runs of
+// one image: it looks the map up only when the run changes.
+func (t *tree) imageOf(e *event.Event) *image {
+	if t.last == nil || t.last.id != e.ExecID {
+		t.last = t.images[e.ExecID]
 	}
-	for _, e := range events {
-		if e.ExecID == "" {
-			continue
+	return t.last
+}
+
+// get returns image id, made with e as its first event.
+func (t *tree) get(id string, pid uint32, e *event.Event) *image {
+	im := t.images[id]
+	if im == nil {
+		im = &image{id: id, pid: pid, start: e.TS, first: e.Seq}
+		t.images[id] = im
+	}
+	return im
+}
+
+// add takes in the next event, in seq order, and returns its image (nil
+// for an event without an exec_id). Exec events name the pre-exec image
+// of the same pid as parent, fork events name the child's first image.
+func (t *tree) add(e *event.Event) *image {
+	if e.ExecID == "" {
+		return nil
+	}
+	im := t.last
+	if im == nil || im.id != e.ExecID {
+		im = t.get(e.ExecID, e.PID, e)
+		t.last = im
+	}
+	if im.parentID == "" {
+		im.parentID = e.ParentExecID
+	}
+	switch e.Kind {
+	case event.KindConnect, event.KindNet, event.KindDNS:
+		t.peers = append(t.peers, e)
+	case event.KindFork:
+		if e.ChildExecID != "" {
+			c := t.get(e.ChildExecID, e.ChildPID, e)
+			c.parentID = e.ExecID
+			c.fork = e
+			c.start = e.TS
 		}
-		im := get(e.ExecID, e.PID, e)
-		if im.parentID == "" {
+	case event.KindExec:
+		if im.exec == nil {
+			im.exec = e
 			im.parentID = e.ParentExecID
 		}
-		switch e.Kind {
-		case event.KindFork:
-			if e.ChildExecID != "" {
-				c := get(e.ChildExecID, e.ChildPID, e)
-				c.parentID = e.ExecID
-				c.fork = e
-				c.start = e.TS
-			}
-		case event.KindExec:
-			if im.exec == nil {
-				im.exec = e
-				im.parentID = e.ParentExecID
-			}
-		case event.KindExit:
-			im.exit = e
-		}
+	case event.KindExit:
+		im.exit = e
 	}
+	return im
+}
 
+// link links every image added to the image it came from and groups them
+// into processes.
+func (t *tree) link() {
 	ordered := make([]*image, 0, len(t.images))
 	for _, im := range t.images {
 		ordered = append(ordered, im)
@@ -165,5 +204,4 @@ func buildTree(events []*event.Event) *tree {
 		}
 	}
 	sort.SliceStable(t.procs, func(i, j int) bool { return t.procs[i].top().first < t.procs[j].top().first })
-	return t
 }

@@ -50,17 +50,19 @@ func (a *analysis) actorKey(e *event.Event) string {
 // sensitiveReads is the sensitive-read rule: credential files read.
 func (a *analysis) sensitiveReads() []Finding {
 	var g groups
-	for _, e := range a.events {
-		if !isRead(e) {
+	for i := range a.facts {
+		f := &a.facts[i]
+		if f.flags&fRead == 0 {
 			continue
 		}
-		if _, ok := a.agentConfig(e.Path); ok {
+		if _, ok := a.match(setAgentConfig, f.path); ok {
 			continue // agent-config-read's
 		}
-		r, ok := a.sensitive(e.Path)
+		r, ok := a.match(setSensitive, f.path)
 		if !ok {
 			continue
 		}
+		e := a.events[i]
 		sev := severity(r.Severity, ruleSeverity(policy.RuleSensitiveRead))
 		note := ""
 		names := a.procs.names(e.ExecID)
@@ -98,14 +100,16 @@ func (a *analysis) sensitiveReads() []Finding {
 // or settings read by anything but that agent.
 func (a *analysis) agentConfigReads() []Finding {
 	var g groups
-	for _, e := range a.events {
-		if !isRead(e) || a.agentOwn(e) {
+	for i := range a.facts {
+		f := &a.facts[i]
+		if f.flags&fRead == 0 || f.flags&fOwn != 0 {
 			continue
 		}
-		r, ok := a.agentConfig(e.Path)
+		r, ok := a.match(setAgentConfig, f.path)
 		if !ok {
 			continue
 		}
+		e := a.events[i]
 		sev := severity(r.Severity, ruleSeverity(policy.RuleAgentConfigRead))
 		note := ""
 		names := a.procs.names(e.ExecID)
@@ -140,22 +144,28 @@ func (a *analysis) agentConfigReads() []Finding {
 // settings by anything but the agent itself.
 func (a *analysis) sandboxTamper() []Finding {
 	var g groups
-	for _, e := range a.events {
-		var paths []string
-		if p := written(e); p != "" {
-			paths = append(paths, p)
+	for i := range a.facts {
+		f := &a.facts[i]
+		var paths [2]int32 // what it wrote, then what it removed: its path
+		n := 0
+		if f.written >= 0 {
+			paths[n] = f.written
+			n++
 		}
-		if p := removed(e); p != "" {
-			paths = append(paths, p)
+		if f.flags&fRemoved != 0 {
+			paths[n] = f.path
+			n++
 		}
-		if len(paths) == 0 || a.agentOwn(e) {
+		if n == 0 || f.flags&fOwn != 0 {
 			continue
 		}
-		for _, p := range paths {
-			r, ok := a.tamper(p)
+		e := a.events[i]
+		for _, id := range paths[:n] {
+			r, ok := a.match(setTamper, id)
 			if !ok {
 				continue
 			}
+			p := a.paths.strs[id]
 			if a.attr == nil && r.IsClient(a.procs.names(e.ExecID)) {
 				continue // without a transcript, the agent's own program is the agent
 			}
@@ -195,7 +205,7 @@ func fileless(p string) (string, bool) {
 		return "a memfd (anonymous memory file)", true
 	case strings.HasPrefix(p, "/dev/shm/"):
 		return "shared memory (/dev/shm)", true
-	case reProcFD.MatchString(p), strings.HasPrefix(p, "/dev/fd/"):
+	case strings.HasPrefix(p, "/proc/") && reProcFD.MatchString(p), strings.HasPrefix(p, "/dev/fd/"):
 		return "a file descriptor", true
 	case strings.HasSuffix(p, " (deleted)"):
 		return "a file deleted while it ran", true
@@ -206,10 +216,8 @@ func fileless(p string) (string, bool) {
 // filelessExec is the fileless-exec rule.
 func (a *analysis) filelessExec() []Finding {
 	var out []Finding
-	for _, e := range a.events {
-		if e.Kind != event.KindExec {
-			continue
-		}
+	for _, i := range a.execs {
+		e := a.events[i]
 		what, ok := fileless(e.Path)
 		if !ok {
 			continue

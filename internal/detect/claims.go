@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,42 +34,90 @@ func (a *analysis) claimsOf(kinds ...transcript.ClaimKind) []*transcript.Claim {
 	return out
 }
 
-// before reports whether e happened before claim c (any time, for a claim
-// without a time).
-func before(e *event.Event, c *transcript.Claim) bool {
-	return c.At.IsZero() || e.TS.IsZero() || !e.TS.After(c.At.Add(claimSlack))
+// before reports whether an event at ts happened before claim c (any
+// time, for a claim without a time).
+func before(ts time.Time, c *transcript.Claim) bool {
+	return c.At.IsZero() || ts.IsZero() || !ts.After(c.At.Add(claimSlack))
 }
 
-// scope returns the events a claim is checked against: those of the tool
-// calls it refers to (linked), and everything before it in the session.
+// upTo returns how many of n items with times at(0) … at(n-1) happened
+// before claim c, when those are the first ones: the claim has no time,
+// or the items are inOrder (inTimeOrder). ok is false when they need not
+// be.
+func upTo(c *transcript.Claim, n int, at func(int) time.Time, inOrder bool) (k int, ok bool) {
+	if c.At.IsZero() {
+		return n, true
+	}
+	if !inOrder {
+		return 0, false
+	}
+	limit := c.At.Add(claimSlack)
+	return sort.Search(n, func(i int) bool { return at(i).After(limit) }), true
+}
+
+// scope returns the exec events a claim is checked against (the claim
+// rules look at no other), by their numbers in execs: those of the tool
+// calls it refers to (linked), and every one before it in the session.
 // Rules look at linked first and fall back to everything before, so a
 // process the correlation could not tie to its call still counts.
-func (a *analysis) scope(c *transcript.Claim) (linked, earlier []*event.Event) {
-	ids := map[string]bool{}
-	for _, id := range c.ToolCallIDs {
-		ids[id] = true
-	}
-	for _, e := range a.events {
-		if len(ids) > 0 && ids[a.callOf(e)] {
-			linked = append(linked, e)
+func (a *analysis) scope(c *transcript.Claim) (linked, earlier []int32) {
+	if len(c.ToolCallIDs) > 0 {
+		ids := map[string]bool{}
+		for _, id := range c.ToolCallIDs {
+			ids[id] = true
 		}
-		if before(e, c) {
-			earlier = append(earlier, e)
+		for n, call := range a.execCall {
+			if ids[call] {
+				linked = append(linked, int32(n))
+			}
+		}
+	}
+	if k, ok := upTo(c, len(a.execs), func(n int) time.Time { return a.execAt[n] }, a.execsInOrder); ok {
+		return linked, a.execNums[:k]
+	}
+	for n, ts := range a.execAt {
+		if before(ts, c) {
+			earlier = append(earlier, int32(n))
 		}
 	}
 	return linked, earlier
 }
 
-// topMatches returns the execs among evs that match, leaving out those
-// run by another match (npm test → sh -c jest → node jest is one run).
-func (a *analysis) topMatches(evs []*event.Event, match func([]string) (string, bool)) []*event.Event {
+// changedBefore returns the file changes before claim c.
+func (a *analysis) changedBefore(c *transcript.Claim) []change {
+	if k, ok := upTo(c, len(a.changes), func(i int) time.Time { return a.changes[i].ts }, a.changesInOrder); ok {
+		return a.changes[:k]
+	}
+	var out []change
+	for _, ch := range a.changes {
+		if before(ch.ts, c) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// callExecs returns the numbers of the exec events attributed to call
+// id.
+func (a *analysis) callExecs(id string) []int32 {
+	var out []int32
+	for n, call := range a.execCall {
+		if call == id {
+			out = append(out, int32(n))
+		}
+	}
+	return out
+}
+
+// topMatches returns the exec events numbered nums (ascending) that run a
+// command of command set set, leaving out those run by another match (npm
+// test → sh -c jest → node jest is one run).
+func (a *analysis) topMatches(nums []int32, set int) []*event.Event {
 	matched := map[string]bool{}
 	var all []*event.Event
-	for _, e := range evs {
-		if e.Kind != event.KindExec {
-			continue
-		}
-		if _, ok := match(e.Argv); ok {
+	for _, n := range nums {
+		if a.runs(set, n) {
+			e := a.events[a.execs[n]]
 			matched[e.ExecID] = true
 			all = append(all, e)
 		}
@@ -84,12 +133,11 @@ func (a *analysis) topMatches(evs []*event.Event, match func([]string) (string, 
 
 func cmdline(e *event.Event) string { return "`" + excerpt(strings.Join(e.Argv, " "), 100) + "`" }
 
-func (a *analysis) execsOf(evs []*event.Event) []string {
+// execsOf returns the command lines of the exec events numbered nums.
+func (a *analysis) execsOf(nums []int32) []string {
 	var out []string
-	for _, e := range evs {
-		if e.Kind == event.KindExec {
-			out = append(out, cmdline(e))
-		}
+	for _, n := range nums {
+		out = append(out, cmdline(a.events[a.execs[n]]))
 	}
 	return out
 }
@@ -148,11 +196,11 @@ func (a *analysis) exitStatus(id string) (desc string, failed, known bool, seq u
 // test file or ran a Go test binary.
 func (a *analysis) ranTests(id string) bool {
 	for _, p := range a.procs.subtree(id) {
-		for _, e := range p.events {
-			if isRead(e) && a.testFile(e.Path) {
+		for _, i := range p.events {
+			if f := &a.facts[i]; f.flags&fRead != 0 && a.is(setTestFile, f.path) {
 				return true
 			}
-			if e.Kind == event.KindExec && strings.HasSuffix(e.Path, ".test") {
+			if e := a.events[i]; e.Kind == event.KindExec && strings.HasSuffix(e.Path, ".test") {
 				return true
 			}
 		}
@@ -194,9 +242,9 @@ func claimOrder(k transcript.ClaimKind) int {
 // it finds to out.
 func (a *analysis) claimTest(out []Finding, c *transcript.Claim) []Finding {
 	linked, earlier := a.scope(c)
-	runners := a.topMatches(linked, a.pol.TestRunner)
+	runners := a.topMatches(linked, cmdTestRunner)
 	if len(runners) == 0 {
-		runners = a.topMatches(earlier, a.pol.TestRunner)
+		runners = a.topMatches(earlier, cmdTestRunner)
 	}
 	verb := "ran"
 	if c.Kind == transcript.ClaimTestsPassed {
@@ -211,12 +259,7 @@ func (a *analysis) claimTest(out []Finding, c *transcript.Claim) []Finding {
 			// the one the agent would have run the tests with.
 			if id := a.lastShellBefore(c); id != "" {
 				ids = []string{id}
-				linked = nil
-				for _, e := range a.events {
-					if a.callOf(e) == id {
-						linked = append(linked, e)
-					}
-				}
+				linked = a.callExecs(id)
 			}
 		}
 		if len(ids) > 0 {
@@ -230,10 +273,8 @@ func (a *analysis) claimTest(out []Finding, c *transcript.Claim) []Finding {
 			} else {
 				detail += fmt.Sprintf(" The tool calls it refers to, %s, ran %s.", list(names, 3), list(ran, 5))
 			}
-			for _, e := range linked {
-				if e.Kind == event.KindExec {
-					seqs = append(seqs, e.Seq)
-				}
+			for _, n := range linked {
+				seqs = append(seqs, a.events[a.execs[n]].Seq)
 			}
 		}
 		f := a.finding(policy.RuleClaimTestsNotRun, ruleSeverity(policy.RuleClaimTestsNotRun),
@@ -254,7 +295,7 @@ func (a *analysis) claimTest(out []Finding, c *transcript.Claim) []Finding {
 		f.Claim = c.Text
 		return append(out, f)
 	}
-	if d, ok := a.procs.duration(last.ExecID); ok && time.Duration(d) < a.pol.Thresholds.TestMinDuration && !a.ranTests(last.ExecID) {
+	if d, ok := a.procs.duration(last.ExecID, a.events); ok && time.Duration(d) < a.pol.Thresholds.TestMinDuration && !a.ranTests(last.ExecID) {
 		detail := fmt.Sprintf("The agent said %q, but the test run %s %s after %v without opening any test file: it did not really run tests.",
 			c.Text, cmdline(last), status, time.Duration(d).Round(time.Millisecond))
 		seqs := []uint64{last.Seq}
@@ -350,21 +391,6 @@ func policyHome(p string) (string, bool) {
 	return "", false
 }
 
-// changeOf returns the path e changed the way a claim of kind says ("" for
-// none), whether or not it succeeded.
-func changeOf(e *event.Event, kind transcript.ClaimKind) string {
-	ok := func(x *event.Event) *event.Event { c := *x; c.Result = nil; return &c }(e) // judge the intent
-	switch kind {
-	case transcript.ClaimDeleted:
-		return removed(ok)
-	case transcript.ClaimCreated:
-		if e.Kind == event.KindMkdir || e.Kind == event.KindLink {
-			return e.Path
-		}
-	}
-	return written(ok)
-}
-
 var claimVerb = map[transcript.ClaimKind]string{
 	transcript.ClaimEdited: "changed", transcript.ClaimCreated: "created", transcript.ClaimDeleted: "deleted",
 }
@@ -373,15 +399,15 @@ var claimVerb = map[transcript.ClaimKind]string{
 func (a *analysis) claimEdits() []Finding {
 	var out []Finding
 	for _, c := range a.claimsOf(transcript.ClaimEdited, transcript.ClaimCreated, transcript.ClaimDeleted) {
-		_, earlier := a.scope(c)
+		earlier := a.changedBefore(c)
 		verb := claimVerb[c.Kind]
 		paths := claimPaths(c.Subject)
 		if len(paths) == 0 {
 			// No path named: any change outside the noise before the claim
 			// will do.
 			found := false
-			for _, e := range earlier {
-				if p := changeOf(e, c.Kind); p != "" && succeeded(e) && !a.agentOwn(e) && !a.noise(p) {
+			for _, ch := range earlier {
+				if p := ch.of(c.Kind); p >= 0 && ch.ok && a.facts[ch.i].flags&fOwn == 0 && !a.is(setNoise, p) {
 					found = true
 					break
 				}
@@ -400,16 +426,27 @@ func (a *analysis) claimEdits() []Finding {
 		var failures []string
 		for _, p := range paths {
 			found := false
-			for _, e := range earlier {
-				got := changeOf(e, c.Kind)
-				if got == "" || !a.samePath(got, p) {
+			same := make([]int8, len(a.paths.strs)) // samePath(path id, p): 0 not asked yet, 1 yes, -1 no
+			for _, ch := range earlier {
+				got := ch.of(c.Kind)
+				if got < 0 {
 					continue
 				}
-				if succeeded(e) {
+				if same[got] == 0 {
+					same[got] = -1
+					if a.samePath(a.paths.strs[got], p) {
+						same[got] = 1
+					}
+				}
+				if same[got] < 0 {
+					continue
+				}
+				if ch.ok {
 					found = true
 					break
 				}
-				failures = append(failures, fmt.Sprintf("%s (error %d)", a.display(got), -*e.Result))
+				e := a.events[ch.i]
+				failures = append(failures, fmt.Sprintf("%s (error %d)", a.display(a.paths.strs[got]), -*e.Result))
 				seqs = append(seqs, e.Seq)
 			}
 			if !found {
@@ -443,14 +480,15 @@ func (a *analysis) unmentionedWrites() []Finding {
 	}
 	files := map[string]live{}
 	var order []string
-	for _, e := range a.events {
-		if r := removed(e); r != "" {
-			delete(files, r)
+	for i := range a.facts {
+		f := &a.facts[i]
+		if f.flags&fRemoved != 0 {
+			delete(files, a.paths.strs[f.path])
 		}
-		w := written(e)
-		if w == "" {
+		if f.written < 0 {
 			continue
 		}
+		e, w := a.events[i], a.paths.strs[f.written]
 		at, _ := a.attribution(e)
 		if at.ToolCallID == "" || (at.Reason != correlate.ReasonLineage && at.Reason != correlate.ReasonInProcess) {
 			delete(files, w) // rewritten by someone else: theirs now
@@ -466,7 +504,7 @@ func (a *analysis) unmentionedWrites() []Finding {
 	var calls []string
 	for _, p := range order {
 		l, ok := files[p]
-		if !ok || a.noise(p) || a.mentioned(p) {
+		if !ok || a.is(setNoise, a.pathID(p)) || a.mentioned(p) {
 			continue
 		}
 		if _, ok := byCall[l.call]; !ok {
@@ -519,9 +557,9 @@ func (a *analysis) claimInstalls() []Finding {
 	var out []Finding
 	for _, c := range a.claimsOf(transcript.ClaimInstalled) {
 		linked, earlier := a.scope(c)
-		pms := a.topMatches(linked, a.pol.PackageManager)
+		pms := a.topMatches(linked, cmdPackageManager)
 		if len(pms) == 0 {
-			pms = a.topMatches(earlier, a.pol.PackageManager)
+			pms = a.topMatches(earlier, cmdPackageManager)
 		}
 		what := c.Subject
 		if what == "" {
@@ -565,13 +603,17 @@ func (a *analysis) claimInstalls() []Finding {
 // to hosts outside the configured registries.
 func (a *analysis) offRegistry() []Finding {
 	var out []Finding
-	for _, pm := range a.topMatches(a.events, a.pol.PackageManager) {
+	for _, pm := range a.topMatches(a.execNums, cmdPackageManager) {
 		var hosts []string
 		var seqs []uint64
 		seen := map[string]bool{}
 		for _, p := range a.procs.subtree(pm.ExecID) {
-			for _, e := range p.events {
-				if !isEgress(e) || e.Port == 53 || a.internalLoopback(e) {
+			for _, i := range p.events {
+				if a.facts[i].flags&fEgress == 0 {
+					continue
+				}
+				e := a.events[i]
+				if e.Port == 53 || a.internalLoopback(e) {
 					continue
 				}
 				pr := a.peerOf(e)

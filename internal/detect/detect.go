@@ -98,7 +98,10 @@ type analysis struct {
 	pol    *policy.Policy
 	home   string
 	events []*event.Event // in seq order
-	procs  *procs
+	// ownEvents says events is the analysis's own copy of the caller's
+	// slice, not the slice itself (see learn).
+	ownEvents bool
+	procs     *procs
 
 	attr     *attrIndex // nil without attribution
 	calls    map[string]*transcript.ToolCall
@@ -110,7 +113,25 @@ type analysis struct {
 	binds     map[uint16]bool
 	acceptsLo []time.Time
 
-	pathCache [numSets]map[string]pathMatch
+	// facts[i] is what the rules ask of events[i]. execs[n] is the index
+	// of the n-th exec event, execAt[n] its time, execCall[n] the tool
+	// call it is attributed to; execNums are the numbers 0…n-1, to say
+	// "every exec" or "the first k"; changes are the file changes. The
+	// claim rules walk those for every claim. execsInOrder and
+	// changesInOrder say the lists' times are all set and never go back:
+	// what happened before a claim is then where the list starts.
+	facts          []fact
+	execs          []int32
+	execAt         []time.Time
+	execCall       []string
+	execNums       []int32
+	changes        []change
+	execsInOrder   bool
+	changesInOrder bool
+	paths          pathIndex
+	// commands caches the command-set verdicts on exec events, by command
+	// set and exec number.
+	commands [numCommandSets][]int8
 
 	// secretReads are the seqs of reads that made a sensitive-read or
 	// agent-config-read finding of medium severity or more.
@@ -118,15 +139,12 @@ type analysis struct {
 }
 
 func newAnalysis(in Input) *analysis {
-	a := &analysis{in: in, pol: in.Policy, home: in.Meta.Home,
+	a := &analysis{in: in, pol: in.Policy, home: in.Meta.Home, events: in.Events,
 		calls: map[string]*transcript.ToolCall{}, activity: map[string]*correlate.CallActivity{},
-		agent: map[string]bool{}, dnsByPID: map[uint32][]*event.Event{},
-		answers: map[netip.Addr]*event.Event{}, binds: map[uint16]bool{}}
+		agent: map[string]bool{}}
 	if a.pol == nil {
 		a.pol = policy.Default()
 	}
-	a.events = slices.Clone(in.Events)
-	slices.SortStableFunc(a.events, func(x, y *event.Event) int { return cmp.Compare(x.Seq, y.Seq) })
 	if in.Transcript != nil {
 		for _, c := range in.Transcript.ToolCalls {
 			a.calls[c.ID] = c
@@ -150,18 +168,8 @@ func newAnalysis(in Input) *analysis {
 		for _, id := range r.AgentExecIDs {
 			a.agent[id] = true
 		}
-		// Where correlation had to resolve a path (a /proc/self/fd/N/…
-		// name), the rules match the resolved one. The caller's events are
-		// not changed: the copy stands in for them here.
-		for i, e := range a.events {
-			if at, ok := a.attr.get(e.Seq); ok && at.ResolvedPath != "" && at.ResolvedPath != e.Path {
-				c := *e
-				c.Path = at.ResolvedPath
-				a.events[i] = &c
-			}
-		}
 	}
-	a.procs = buildProcs(a.events)
+	a.learn()
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		// Without a transcript the agent is taken to be the command run
 		// started (the images of the root pid) and the agent programs it
@@ -187,30 +195,15 @@ func newAnalysis(in Input) *analysis {
 			}
 		}
 	}
-	for _, e := range a.events {
-		switch e.Kind {
-		case event.KindDNS:
-			a.dnsByPID[e.PID] = append(a.dnsByPID[e.PID], e)
-			for _, ans := range e.Answers {
-				f := strings.Fields(ans)
-				if len(f) == 0 {
-					continue
+	if a.attr == nil {
+		for id := range a.agent {
+			if p := a.procs.byID[id]; p != nil {
+				for _, i := range p.events {
+					a.facts[i].flags |= fOwn
 				}
-				if ip, err := netip.ParseAddr(f[len(f)-1]); err == nil {
-					a.answers[ip.Unmap()] = e
-				}
-			}
-		case event.KindBind:
-			if !e.Failed() && e.Port != 0 {
-				a.binds[e.Port] = true
-			}
-		case event.KindAccept:
-			if !e.Failed() && isLoopback(e.Addr) {
-				a.acceptsLo = append(a.acceptsLo, e.TS)
 			}
 		}
 	}
-	slices.SortFunc(a.acceptsLo, func(x, y time.Time) int { return x.Compare(y) })
 	return a
 }
 
@@ -334,28 +327,6 @@ func succeeded(e *event.Event) bool {
 	return e.Kind == event.KindConnect && *e.Result == -115
 }
 
-// isRead reports whether e is an open that read a file.
-func isRead(e *event.Event) bool {
-	return e.Kind == event.KindOpen && succeeded(e) && strings.Contains(e.Access, "read")
-}
-
-// written returns the path e wrote, created or moved a file to, "" for
-// other events.
-func written(e *event.Event) string {
-	if !succeeded(e) {
-		return ""
-	}
-	switch e.Kind {
-	case event.KindOpen:
-		if strings.Contains(e.Access, "write") || strings.Contains(e.Access, "create") {
-			return e.Path
-		}
-	case event.KindRename:
-		return e.Path2
-	}
-	return ""
-}
-
 // removed returns the path e removed or moved away, "" for other events.
 func removed(e *event.Event) string {
 	if !succeeded(e) {
@@ -401,106 +372,65 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// pathMatch is one cached policy path lookup.
-type pathMatch struct {
-	rule policy.PathRule
-	ok   bool
-}
-
-// Path lookups are cached per analysis: a session opens the same paths
-// over and over, and each lookup runs dozens of patterns.
-func (a *analysis) cached(set int, p string, f func(string, string) (policy.PathRule, bool)) (policy.PathRule, bool) {
-	c := a.pathCache[set]
-	if c == nil {
-		c = map[string]pathMatch{}
-		a.pathCache[set] = c
-	}
-	if m, ok := c[p]; ok {
-		return m.rule, m.ok
-	}
-	r, ok := f(p, a.home)
-	c[p] = pathMatch{r, ok}
-	return r, ok
-}
-
-// The cached path sets.
-const (
-	setSensitive = iota
-	setAgentConfig
-	setTamper
-	setNoise
-	setTestFile
-	setArtifact
-	numSets
-)
-
-func (a *analysis) sensitive(p string) (policy.PathRule, bool) {
-	return a.cached(setSensitive, p, a.pol.Sensitive)
-}
-
-func (a *analysis) agentConfig(p string) (policy.PathRule, bool) {
-	return a.cached(setAgentConfig, p, a.pol.AgentConfig)
-}
-
-func (a *analysis) tamper(p string) (policy.PathRule, bool) {
-	return a.cached(setTamper, p, a.pol.Tamper)
-}
-
-func (a *analysis) noise(p string) bool {
-	_, ok := a.cached(setNoise, p, func(p, h string) (policy.PathRule, bool) { return policy.PathRule{}, a.pol.Noise(p, h) })
-	return ok
-}
-
-func (a *analysis) testFile(p string) bool {
-	_, ok := a.cached(setTestFile, p, func(p, h string) (policy.PathRule, bool) { return policy.PathRule{}, a.pol.TestFile(p, h) })
-	return ok
-}
-
-func (a *analysis) artifact(p string) bool {
-	_, ok := a.cached(setArtifact, p, func(p, h string) (policy.PathRule, bool) { return policy.PathRule{}, a.pol.Artifact(p, h) })
-	return ok
-}
-
 // attrIndex finds the attribution of an event by seq: a dense table when
 // the seqs are (as recorded) nearly gap-free, a binary search otherwise.
 type attrIndex struct {
 	ats   []correlate.Attribution // sorted by seq
 	base  uint64
-	dense []int32 // seq-base → index into ats, -1 for none
+	dense []int32 // seq-base → 1 + index into ats, 0 for none
 }
 
 func newAttrIndex(ats []correlate.Attribution) *attrIndex {
 	x := &attrIndex{ats: ats}
-	if !slices.IsSortedFunc(ats, func(p, q correlate.Attribution) int { return cmp.Compare(p.Seq, q.Seq) }) {
+	if !x.index() { // not in seq order
 		x.ats = slices.Clone(ats)
 		slices.SortStableFunc(x.ats, func(p, q correlate.Attribution) int { return cmp.Compare(p.Seq, q.Seq) })
-	}
-	if n := len(x.ats); n > 0 {
-		lo, hi := x.ats[0].Seq, x.ats[n-1].Seq
-		if hi-lo < uint64(4*n+1024) {
-			x.base = lo
-			x.dense = make([]int32, hi-lo+1)
-			for i := range x.dense {
-				x.dense[i] = -1
-			}
-			for i, at := range x.ats {
-				x.dense[at.Seq-lo] = int32(i)
-			}
-		}
+		x.index()
 	}
 	return x
 }
 
-func (x *attrIndex) get(seq uint64) (correlate.Attribution, bool) {
-	if x.dense != nil {
-		if seq < x.base || seq-x.base >= uint64(len(x.dense)) || x.dense[seq-x.base] < 0 {
-			return correlate.Attribution{}, false
+// index builds the dense table when the seqs allow. It reports false,
+// with no table, when ats are not sorted by seq.
+func (x *attrIndex) index() bool {
+	n := len(x.ats)
+	if n == 0 {
+		return true
+	}
+	lo, hi := x.ats[0].Seq, x.ats[n-1].Seq
+	if hi < lo || hi-lo >= uint64(4*n+1024) {
+		x.dense = nil
+		return slices.IsSortedFunc(x.ats, func(p, q correlate.Attribution) int { return cmp.Compare(p.Seq, q.Seq) })
+	}
+	x.base, x.dense = lo, make([]int32, hi-lo+1)
+	for i, at := range x.ats {
+		if i > 0 && at.Seq < x.ats[i-1].Seq || at.Seq > hi {
+			x.dense = nil
+			return false
 		}
-		return x.ats[x.dense[seq-x.base]], true
+		x.dense[at.Seq-lo] = int32(i) + 1
+	}
+	return true
+}
+
+func (x *attrIndex) get(seq uint64) (correlate.Attribution, bool) {
+	if at := x.at(seq); at != nil {
+		return *at, true
+	}
+	return correlate.Attribution{}, false
+}
+
+// at returns the attribution with seq, nil for none.
+func (x *attrIndex) at(seq uint64) *correlate.Attribution {
+	if x.dense != nil {
+		if seq < x.base || seq-x.base >= uint64(len(x.dense)) || x.dense[seq-x.base] == 0 {
+			return nil
+		}
+		return &x.ats[x.dense[seq-x.base]-1]
 	}
 	i, ok := slices.BinarySearchFunc(x.ats, seq, func(at correlate.Attribution, s uint64) int { return cmp.Compare(at.Seq, s) })
 	if !ok {
-		return correlate.Attribution{}, false
+		return nil
 	}
-	return x.ats[i], true
+	return &x.ats[i]
 }

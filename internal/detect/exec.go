@@ -37,20 +37,21 @@ func systemRead(p string) bool {
 // for which keep returns true count (nil: all).
 func (a *analysis) summarize(imgs []*proc, keep func(*event.Event) bool) treeSummary {
 	var s treeSummary
-	seenW, seenR, seenH := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	seenW, seenR, seenH := map[int32]bool{}, map[int32]bool{}, map[string]bool{}
 	for i, p := range imgs {
 		if i > 0 && p.exec != nil {
 			s.children++
 		}
-		for _, e := range p.events {
+		for _, j := range p.events {
+			e, f := a.events[j], &a.facts[j]
 			if keep != nil && !keep(e) {
 				continue
 			}
 			switch {
-			case e.Kind == event.KindExec:
+			case f.flags&fExec != 0:
 				s.execs = append(s.execs, "`"+excerpt(strings.Join(e.Argv, " "), 100)+"`")
 				s.seqs = append(s.seqs, e.Seq)
-			case isEgress(e):
+			case f.flags&fEgress != 0:
 				pr := a.peerOf(e)
 				if a.allowed(e, pr) {
 					continue
@@ -61,29 +62,29 @@ func (a *analysis) summarize(imgs []*proc, keep func(*event.Event) bool) treeSum
 					s.hosts = append(s.hosts, d)
 				}
 				s.seqs = append(s.seqs, e.Seq)
-			case written(e) != "" || removed(e) != "":
-				w := written(e)
-				if w == "" {
-					w = removed(e)
+			case f.written >= 0 || f.flags&fRemoved != 0:
+				w := f.written
+				if w < 0 {
+					w = f.path // what it removed
 				}
-				if a.noise(w) {
+				if a.is(setNoise, w) {
 					continue
 				}
 				if !seenW[w] {
 					seenW[w] = true
-					s.writes = append(s.writes, a.display(w))
+					s.writes = append(s.writes, a.display(a.paths.strs[w]))
 				}
 				s.seqs = append(s.seqs, e.Seq)
-			case isRead(e):
-				if _, ok := a.sensitive(e.Path); ok {
+			case f.flags&fRead != 0:
+				if _, ok := a.match(setSensitive, f.path); ok {
 					s.secret = true
 					s.seqs = append(s.seqs, e.Seq)
-				} else if _, ok := a.agentConfig(e.Path); ok {
+				} else if _, ok := a.match(setAgentConfig, f.path); ok {
 					s.secret = true
 					s.seqs = append(s.seqs, e.Seq)
 				}
-				if !systemRead(e.Path) && !a.noise(e.Path) && !seenR[e.Path] {
-					seenR[e.Path] = true
+				if !a.is(setSystem, f.path) && !a.is(setNoise, f.path) && !seenR[f.path] {
+					seenR[f.path] = true
 					s.reads++
 				}
 			}
@@ -120,25 +121,33 @@ func (s treeSummary) String() string {
 
 // writeThenExec is the write-then-exec rule.
 func (a *analysis) writeThenExec() []Finding {
-	writes := map[string]*event.Event{} // path → last write before now
+	writes := make([]*event.Event, len(a.paths.strs)) // by path id: the last write before now
+	lastWrite := func(p string) *event.Event {
+		if id, ok := a.paths.ids[p]; ok && int(id) < len(writes) {
+			return writes[id]
+		}
+		return nil
+	}
 	done := map[string]bool{}
 	var out []Finding
-	for _, e := range a.events {
-		if w := written(e); w != "" {
-			writes[w] = e
+	for i := range a.facts {
+		f := &a.facts[i]
+		if f.written >= 0 {
+			writes[f.written] = a.events[i]
 			continue
 		}
-		if e.Kind != event.KindExec {
+		if f.flags&fExec == 0 {
 			continue
 		}
+		e := a.events[i]
 		// The program itself, or the script an interpreter runs: the
 		// kernel reports a #! script's exec as its interpreter with the
 		// script as argv[1].
 		target, viaInterp := e.Path, false
-		if e.Script != "" && writes[e.Script] != nil {
+		if e.Script != "" && lastWrite(e.Script) != nil {
 			// The sensor names the script a #! interpreter runs.
 			target, viaInterp = e.Script, true
-		} else if writes[target] == nil {
+		} else if lastWrite(target) == nil {
 			if sa := policy.ScriptArg(e.Argv); sa != "" {
 				if !path.IsAbs(sa) {
 					sa = path.Join(e.Cwd, sa)
@@ -146,7 +155,7 @@ func (a *analysis) writeThenExec() []Finding {
 				target, viaInterp = path.Clean(sa), true
 			}
 		}
-		w := writes[target]
+		w := lastWrite(target)
 		if w == nil || done[target] {
 			continue
 		}
@@ -163,8 +172,8 @@ func (a *analysis) writeThenExec() []Finding {
 			}
 		}
 		if p := a.procs.byID[w.ExecID]; p != nil {
-			for _, x := range p.events {
-				if isEgress(x) && x.Port != 53 && x.Seq < w.Seq {
+			for _, j := range p.events {
+				if x := a.events[j]; a.facts[j].flags&fEgress != 0 && x.Port != 53 && x.Seq < w.Seq {
 					downloaded = true
 				}
 			}
@@ -212,28 +221,29 @@ func (a *analysis) writeThenExec() []Finding {
 	return out
 }
 
-// meaningful reports whether an unattributed event says something: an
-// exec, a connection, a file changed outside the noise paths, a read
-// outside system files.
-func (a *analysis) meaningful(e *event.Event) bool {
+// meaningful reports whether an unattributed event, events[i], says
+// something: an exec, a connection, a file changed outside the noise
+// paths, a read outside system files.
+func (a *analysis) meaningful(i int32) bool {
+	e, f := a.events[i], &a.facts[i]
 	switch {
-	case e.Kind == event.KindExec, isEgress(e), e.Kind == event.KindBind, e.Kind == event.KindAccept:
+	case f.flags&(fExec|fEgress) != 0, e.Kind == event.KindBind, e.Kind == event.KindAccept:
 		return true
-	case written(e) != "":
-		if _, ok := a.tamper(written(e)); ok {
+	case f.written >= 0:
+		if _, ok := a.match(setTamper, f.written); ok {
 			return true
 		}
-		return !a.noise(written(e))
-	case removed(e) != "":
-		return !a.noise(removed(e))
-	case isRead(e):
-		if _, ok := a.sensitive(e.Path); ok {
+		return !a.is(setNoise, f.written)
+	case f.flags&fRemoved != 0:
+		return !a.is(setNoise, f.path)
+	case f.flags&fRead != 0:
+		if _, ok := a.match(setSensitive, f.path); ok {
 			return true
 		}
-		if _, ok := a.agentConfig(e.Path); ok {
+		if _, ok := a.match(setAgentConfig, f.path); ok {
 			return true
 		}
-		return !systemRead(e.Path) && !a.noise(e.Path)
+		return !a.is(setSystem, f.path) && !a.is(setNoise, f.path)
 	}
 	return false
 }
@@ -248,14 +258,14 @@ func (a *analysis) unattributedActivity() []Finding {
 	type key struct{ call, cat string }
 	sets := map[key]map[string]bool{}
 	var keys []key
-	evs := map[key][]*event.Event{}
-	for _, e := range a.events {
-		at, _ := a.attribution(e)
+	evs := map[key][]int32{}
+	for i := range a.facts {
 		var k key
-		switch {
-		case at.ToolCallID != "" && at.AfterReturn:
+		switch f := &a.facts[i]; {
+		case f.flags&fLate != 0:
+			at, _ := a.attribution(a.events[i])
 			k = key{at.ToolCallID, "late"}
-		case at.ToolCallID == "" && at.Reason == correlate.ReasonUnattributed:
+		case f.flags&fUnattributed != 0:
 			k = key{"", "unattributed"}
 		default:
 			continue
@@ -264,26 +274,26 @@ func (a *analysis) unattributedActivity() []Finding {
 			sets[k] = map[string]bool{}
 			keys = append(keys, k)
 		}
-		sets[k][e.ExecID] = true
-		evs[k] = append(evs[k], e)
+		sets[k][a.events[i].ExecID] = true
+		evs[k] = append(evs[k], int32(i))
 	}
 	var out []Finding
 	for _, k := range keys {
 		top := a.procs.topmost(sets[k])
 		groupOrder := []string{}
-		members := map[string][]*event.Event{}
-		for _, e := range evs[k] {
-			t := top[e.ExecID]
+		members := map[string][]int32{}
+		for _, i := range evs[k] {
+			t := top[a.events[i].ExecID]
 			if _, ok := members[t]; !ok {
 				groupOrder = append(groupOrder, t)
 			}
-			members[t] = append(members[t], e)
+			members[t] = append(members[t], i)
 		}
 		for _, t := range groupOrder {
 			var keep []*event.Event
-			for _, e := range members[t] {
-				if a.meaningful(e) {
-					keep = append(keep, e)
+			for _, i := range members[t] {
+				if a.meaningful(i) {
+					keep = append(keep, a.events[i])
 				}
 			}
 			if len(keep) == 0 {

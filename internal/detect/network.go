@@ -103,10 +103,11 @@ func (a *analysis) unexpectedEgress() []Finding {
 	}
 	var order []string
 	m := map[string]*dest{}
-	for _, e := range a.events {
-		if !isEgress(e) {
+	for i := range a.facts {
+		if a.facts[i].flags&fEgress == 0 {
 			continue
 		}
+		e := a.events[i]
 		p := a.peerOf(e)
 		if a.allowed(e, p) {
 			continue
@@ -171,13 +172,11 @@ func (a *analysis) massPublish() []Finding {
 	th := a.pol.Thresholds
 	var publishes []*event.Event
 	publishImage := map[string]bool{}
-	for _, e := range a.events {
-		if e.Kind != event.KindExec {
+	for n, i := range a.execs {
+		if !a.runs(cmdPublish, int32(n)) {
 			continue
 		}
-		if _, ok := a.pol.Publish(e.Argv); !ok {
-			continue
-		}
+		e := a.events[i]
 		publishImage[e.ExecID] = true
 		if a.procs.hasAncestor(e.ExecID, func(p *proc) bool { return publishImage[p.id] }) {
 			continue // a child of a publish (npm publish → node …) is the same publish
@@ -186,34 +185,33 @@ func (a *analysis) massPublish() []Finding {
 	}
 	artifacts := map[string]uint64{}
 	var artifactOrder []string
-	for _, e := range a.events {
-		p := written(e)
-		created := e.Kind == event.KindRename || e.Kind == event.KindOpen && strings.Contains(e.Access, "create")
-		if p == "" || !created {
+	for i := range a.facts {
+		f := &a.facts[i]
+		if f.written < 0 || f.flags&fCreated == 0 || !a.is(setArtifact, f.written) {
 			continue
 		}
-		if !a.artifact(p) {
-			continue
-		}
+		p := a.paths.strs[f.written]
 		if _, ok := artifacts[p]; !ok {
-			artifacts[p] = e.Seq
+			artifacts[p] = a.events[i].Seq
 			artifactOrder = append(artifactOrder, p)
 		}
 	}
 	// Bytes sent to registries, from the per-peer net counters; the host of
 	// a peer is the one its connect went by.
 	connHost := map[string]peer{}
-	for _, e := range a.events {
-		if isEgress(e) {
+	for i := range a.facts {
+		if a.facts[i].flags&fEgress != 0 {
+			e := a.events[i]
 			connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr, e.Port)] = a.peerOf(e)
 		}
 	}
 	var sent uint64
 	var netSeqs []uint64
-	for _, e := range a.events {
-		if e.Kind != event.KindNet || e.BytesSent == 0 {
+	for i := range a.facts {
+		if a.facts[i].flags&fNetSent == 0 {
 			continue
 		}
+		e := a.events[i]
 		p, ok := connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr, e.Port)]
 		if !ok {
 			p = a.peerOf(e)

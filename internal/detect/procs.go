@@ -17,7 +17,7 @@ type proc struct {
 	exec     *event.Event // the exec that began the image; nil for a fork child that has not exec'd
 	exit     *event.Event
 	children []string
-	events   []*event.Event
+	events   []int32 // indexes into the analysis's events
 }
 
 // procs is the tree of process images of one session, built from the
@@ -25,54 +25,60 @@ type proc struct {
 // reused).
 type procs struct {
 	byID map[string]*proc
+	last *proc // the image of the last event added: events come in runs of one image
 }
 
-func buildProcs(evs []*event.Event) *procs {
-	t := &procs{byID: map[string]*proc{}}
-	get := func(id string) *proc {
-		p := t.byID[id]
-		if p == nil {
-			p = &proc{id: id}
-			t.byID[id] = p
-		}
-		return p
+// get returns image id, made on first mention.
+func (t *procs) get(id string) *proc {
+	p := t.byID[id]
+	if p == nil {
+		p = &proc{id: id}
+		t.byID[id] = p
 	}
-	link := func(child *proc, parent string) {
-		if child.parent != "" || parent == "" || parent == child.id {
-			return
-		}
-		child.parent = parent
-		pp := get(parent)
-		pp.children = append(pp.children, child.id)
+	return p
+}
+
+// link makes parent the parent of child, unless child has one.
+func (t *procs) link(child *proc, parent string) {
+	if child.parent != "" || parent == "" || parent == child.id {
+		return
 	}
-	for _, e := range evs {
-		if e.ExecID == "" {
-			continue
+	child.parent = parent
+	pp := t.get(parent)
+	pp.children = append(pp.children, child.id)
+}
+
+// add takes events[i], e, into the tree; events are added in seq order.
+func (t *procs) add(i int32, e *event.Event) {
+	if e.ExecID == "" {
+		return
+	}
+	p := t.last
+	if p == nil || p.id != e.ExecID {
+		p = t.get(e.ExecID)
+		t.last = p
+	}
+	if p.pid == 0 {
+		p.pid, p.comm = e.PID, e.Comm
+	}
+	p.events = append(p.events, i)
+	t.link(p, e.ParentExecID)
+	switch e.Kind {
+	case event.KindExec:
+		if p.exec == nil {
+			p.exec = e
 		}
-		p := get(e.ExecID)
-		if p.pid == 0 {
-			p.pid, p.comm = e.PID, e.Comm
-		}
-		p.events = append(p.events, e)
-		link(p, e.ParentExecID)
-		switch e.Kind {
-		case event.KindExec:
-			if p.exec == nil {
-				p.exec = e
+	case event.KindExit:
+		p.exit = e
+	case event.KindFork:
+		if e.ChildExecID != "" {
+			c := t.get(e.ChildExecID)
+			if c.pid == 0 {
+				c.pid = e.ChildPID
 			}
-		case event.KindExit:
-			p.exit = e
-		case event.KindFork:
-			if e.ChildExecID != "" {
-				c := get(e.ChildExecID)
-				if c.pid == 0 {
-					c.pid = e.ChildPID
-				}
-				link(c, e.ExecID)
-			}
+			t.link(c, e.ExecID)
 		}
 	}
-	return t
 }
 
 // ancestors calls f for each ancestor of id, nearest first, until f
@@ -182,15 +188,16 @@ func (t *procs) hasAncestor(id string, f func(*proc) bool) bool {
 }
 
 // duration is how long image id ran, from its exec (or first event) to its
-// exit; ok is false when it has no exit.
-func (t *procs) duration(id string) (d int64, ok bool) {
+// exit; ok is false when it has no exit. evs are the events the tree was
+// built from.
+func (t *procs) duration(id string, evs []*event.Event) (d int64, ok bool) {
 	p := t.byID[id]
 	if p == nil || p.exit == nil {
 		return 0, false
 	}
 	start := p.exec
 	if start == nil && len(p.events) > 0 {
-		start = p.events[0]
+		start = evs[p.events[0]]
 	}
 	if start != nil && !start.TS.IsZero() && !p.exit.TS.IsZero() {
 		return int64(p.exit.TS.Sub(start.TS)), true

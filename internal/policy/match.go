@@ -18,10 +18,18 @@ import (
 // any depth (`.env` is `**/.env`). A leading `!` excludes what it matches
 // from the whole list, wherever it stands.
 
-// pathPattern is one compiled glob.
+// pathPattern is one compiled glob, with literal text every match of it
+// holds. A session names thousands of distinct paths and most fail every
+// pattern on its first or last bytes, or lack a name it needs
+// ("node_modules/"): those checks spare the regexp, which is what costs.
 type pathPattern struct {
 	src string
 	re  *regexp.Regexp
+	// prefix and suffix are ASCII text every match starts and ends with,
+	// and inner the longest run of it between two wildcards; exact means
+	// the pattern has no wildcard and matches prefix alone.
+	prefix, suffix, inner string
+	exact                 bool
 }
 
 func compileGlob(p string) (*pathPattern, error) {
@@ -33,26 +41,52 @@ func compileGlob(p string) (*pathPattern, error) {
 		p = "**/" + p
 	}
 	var b strings.Builder
+	// lit is the literal run since the last wildcard; prefix is set at the
+	// first wildcard. A non-ASCII byte ends a run as a wildcard does: the
+	// regexp compares runes, and an invalid byte in a path reads as
+	// U+FFFD, so only ASCII compares the same byte for byte.
+	var lit strings.Builder
+	prefix, inner, wild := "", "", false
+	cut := func() {
+		switch {
+		case !wild:
+			prefix, wild = lit.String(), true
+		case lit.Len() > len(inner):
+			inner = lit.String()
+		}
+		lit.Reset()
+	}
 	b.WriteString("^")
 	for i := 0; i < len(p); {
 		switch {
 		case strings.HasPrefix(p[i:], "**/"):
 			b.WriteString(`(?:[^/]*/)*`)
+			cut()
 			i += 3
 		case strings.HasPrefix(p[i:], "/**") && i+3 == len(p):
 			b.WriteString(`/.+`) // what is inside, not the directory itself
+			lit.WriteByte('/')
+			cut()
 			i += 3
 		case strings.HasPrefix(p[i:], "**"):
 			b.WriteString(`.*`)
+			cut()
 			i += 2
 		case p[i] == '*':
 			b.WriteString(`[^/]*`)
+			cut()
 			i++
 		case p[i] == '?':
 			b.WriteString(`[^/]`)
+			cut()
 			i++
 		default:
 			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
+			if p[i] < 0x80 {
+				lit.WriteByte(p[i])
+			} else {
+				cut()
+			}
 			i++
 		}
 	}
@@ -61,7 +95,27 @@ func compileGlob(p string) (*pathPattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("path pattern %q: %w", src, err)
 	}
-	return &pathPattern{src: src, re: re}, nil
+	pp := &pathPattern{src: src, re: re}
+	if wild {
+		pp.prefix, pp.suffix, pp.inner = prefix, lit.String(), inner
+	} else {
+		pp.prefix, pp.exact = lit.String(), true
+	}
+	return pp, nil
+}
+
+// match reports whether the glob matches s.
+func (pp *pathPattern) match(s string) bool {
+	if pp.exact {
+		return s == pp.prefix
+	}
+	// Between the prefix and the suffix stands at least one wildcard: they
+	// cannot overlap.
+	if len(s) < len(pp.prefix)+len(pp.suffix) || !strings.HasPrefix(s, pp.prefix) || !strings.HasSuffix(s, pp.suffix) ||
+		!strings.Contains(s, pp.inner) {
+		return false
+	}
+	return pp.re.MatchString(s)
 }
 
 // homeForm rewrites a path under a home directory (home, /root, or
@@ -152,22 +206,15 @@ func (s *PathSet) Match(p, home string) (PathRule, bool) {
 	if s == nil || p == "" {
 		return PathRule{}, false
 	}
-	forms := []string{p}
-	if h, ok := homeForm(p, home); ok {
-		forms = append(forms, h)
-	}
+	h, hasHome := homeForm(p, home)
 	for _, x := range s.excludes {
-		for _, f := range forms {
-			if x.re.MatchString(f) {
-				return PathRule{}, false
-			}
+		if x.match(p) || hasHome && x.match(h) {
+			return PathRule{}, false
 		}
 	}
 	for i, in := range s.include {
-		for _, f := range forms {
-			if in.re.MatchString(f) {
-				return s.rules[s.idx[i]], true
-			}
+		if in.match(p) || hasHome && in.match(h) {
+			return s.rules[s.idx[i]], true
 		}
 	}
 	return PathRule{}, false
@@ -327,11 +374,20 @@ func matchHosts(rules []hostRule, host, addr string, port uint16) bool {
 // CommandSet is a compiled list of command patterns.
 type CommandSet struct {
 	patterns [][]string
-	src      []string
+	// literal[i][j] says patterns[i][j] has no glob syntax: it matches
+	// only itself, and a string comparison does what path.Match would.
+	literal [][]bool
+	src     []string
+	// byName lists, for each program name a pattern starts with
+	// literally, those patterns; globbed are the others. Both in order:
+	// a command line is tried only against the patterns that can match
+	// its program.
+	byName  map[string][]int
+	globbed []int
 }
 
 func compileCommands(list []string) (*CommandSet, error) {
-	s := &CommandSet{src: list}
+	s := &CommandSet{src: list, byName: map[string][]int{}}
 	for _, p := range list {
 		words := strings.Fields(p)
 		if len(words) == 0 {
@@ -347,7 +403,17 @@ func compileCommands(list []string) (*CommandSet, error) {
 		if !strings.ContainsAny(words[0], "*?[") {
 			words[0] = ProgramName(words[0])
 		}
+		lit := make([]bool, len(words))
+		for j, w := range words {
+			lit[j] = !strings.ContainsAny(w, `*?[\`)
+		}
+		if lit[0] {
+			s.byName[words[0]] = append(s.byName[words[0]], len(s.patterns))
+		} else {
+			s.globbed = append(s.globbed, len(s.patterns))
+		}
 		s.patterns = append(s.patterns, words)
+		s.literal = append(s.literal, lit)
 	}
 	return s, nil
 }
@@ -358,24 +424,52 @@ func (s *CommandSet) Match(argv []string) (string, bool) {
 	if s == nil {
 		return "", false
 	}
-	for _, cand := range CommandForms(argv) {
-		for i, p := range s.patterns {
-			if len(cand) < len(p) {
-				continue
+	found := -1
+	commandForms(argv, func(name string, args []string) bool {
+		// The patterns named for the program and the globbed ones, merged
+		// back into their order.
+		named, globbed := s.byName[name], s.globbed
+		for len(named) > 0 || len(globbed) > 0 {
+			var i int
+			if len(globbed) == 0 || len(named) > 0 && named[0] < globbed[0] {
+				i, named = named[0], named[1:]
+			} else {
+				i, globbed = globbed[0], globbed[1:]
 			}
-			ok := true
-			for j, w := range p {
-				if m, _ := path.Match(w, cand[j]); !m {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				return s.src[i], true
+			if s.matches(i, name, args) {
+				found = i
+				return true
 			}
 		}
+		return false
+	})
+	if found < 0 {
+		return "", false
 	}
-	return "", false
+	return s.src[found], true
+}
+
+// matches reports whether pattern i matches the command line of program
+// name with arguments args.
+func (s *CommandSet) matches(i int, name string, args []string) bool {
+	p := s.patterns[i]
+	if 1+len(args) < len(p) {
+		return false
+	}
+	for j, w := range p {
+		arg := name
+		if j > 0 {
+			arg = args[j-1]
+		}
+		ok := w == arg
+		if !s.literal[i][j] {
+			ok, _ = path.Match(w, arg)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // interpreters run a script named by their first argument.
@@ -394,8 +488,11 @@ func ProgramName(p string) string {
 		n = strings.TrimSuffix(n, ext)
 	}
 	n = strings.TrimSuffix(n, "-cli")
-	if m := reVersioned.FindStringSubmatch(n); m != nil {
-		n = m[1]
+	// Only a name with a digit can carry a version; most have none.
+	if strings.ContainsAny(n, "0123456789") {
+		if m := reVersioned.FindStringSubmatch(n); m != nil {
+			n = m[1]
+		}
 	}
 	if n == "nodejs" {
 		n = "node"
@@ -411,28 +508,40 @@ func ProgramName(p string) string {
 // module (`node npm-cli.js test`, `python -m pip install`), as that script
 // or module's own command line.
 func CommandForms(argv []string) [][]string {
+	var out [][]string
+	commandForms(argv, func(name string, args []string) bool {
+		out = append(out, append([]string{name}, args...))
+		return false
+	})
+	return out
+}
+
+// commandForms calls f with each of CommandForms' readings of argv, as the
+// program's name and its arguments, until f returns true. Matching a
+// command set calls it for every exec of a session: it copies nothing.
+func commandForms(argv []string, f func(name string, args []string) bool) {
 	if len(argv) == 0 {
-		return nil
+		return
 	}
-	first := append([]string{ProgramName(argv[0])}, argv[1:]...)
-	out := [][]string{first}
-	if !interpreters[first[0]] {
-		return out
+	first := ProgramName(argv[0])
+	if f(first, argv[1:]) || !interpreters[first] {
+		return
 	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
-		case a == "-m" && i+1 < len(argv) && (first[0] == "python"):
-			return append(out, append([]string{argv[i+1]}, argv[i+2:]...))
+		case a == "-m" && i+1 < len(argv) && first == "python":
+			f(argv[i+1], argv[i+2:])
+			return
 		case a == "-c" || a == "-e" || a == "--eval" || a == "-":
-			return out
+			return
 		case strings.HasPrefix(a, "-"):
 			continue
 		default:
-			return append(out, append([]string{ProgramName(a)}, argv[i+1:]...))
+			f(ProgramName(a), argv[i+1:])
+			return
 		}
 	}
-	return out
 }
 
 // ScriptArg returns the script an interpreter's argv runs (`sh x.sh`,

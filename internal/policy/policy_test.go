@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,6 +139,52 @@ func TestPathSets(t *testing.T) {
 	}
 }
 
+// TestGlobLiterals holds the literal checks in front of every path
+// pattern's regexp to the regexp: on paths built from the patterns
+// themselves (wildcards filled in every way, under every home form) and
+// near misses, both must answer alike.
+func TestGlobLiterals(t *testing.T) {
+	var globs []string
+	for _, l := range [][]PathRule{DefaultSensitivePaths, DefaultAgentConfigPaths, DefaultTamperPaths} {
+		for _, r := range l {
+			globs = append(globs, strings.TrimPrefix(r.Path, "!"))
+		}
+	}
+	for _, l := range [][]string{DefaultNoisePaths, DefaultTestFiles, DefaultArtifacts} {
+		for _, g := range l {
+			globs = append(globs, strings.TrimPrefix(g, "!"))
+		}
+	}
+	globs = append(globs, "a/**/b", "/x/**", "?", "**", "*", "/é/*.t", "~/.ü?/**", "f*é", "/exact/ü", "**/a*bc*d/**", "x*yz?é*w")
+	seen := map[string]bool{}
+	var paths []string
+	for _, g := range globs {
+		for _, f := range []string{"", "x", "a/b", "\xff"} {
+			p := strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(g, "**", f), "*", f), "?", f)
+			for _, pre := range []string{"", "/home/u/", "~/"} {
+				q := pre + strings.TrimPrefix(p, "~/")
+				for _, v := range []string{q, q + "x", "x" + q, q[:len(q)/2]} {
+					if !seen[v] {
+						seen[v] = true
+						paths = append(paths, v)
+					}
+				}
+			}
+		}
+	}
+	for _, g := range globs {
+		pp, err := compileGlob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			if got, want := pp.match(p), pp.re.MatchString(p); got != want {
+				t.Errorf("glob %q (prefix %q suffix %q inner %q exact %v) on %q: %v, the regexp says %v", g, pp.prefix, pp.suffix, pp.inner, pp.exact, p, got, want)
+			}
+		}
+	}
+}
+
 func TestCommands(t *testing.T) {
 	p := Default()
 	tests := []struct {
@@ -184,6 +231,47 @@ func TestCommands(t *testing.T) {
 	}
 	if p.BuildTool(ProgramNames("/usr/bin/curl", []string{"curl", "-o", "x"})) {
 		t.Error("curl is not a build tool")
+	}
+}
+
+// TestCommandIndex holds CommandSet.Match, which tries only the patterns
+// that can match a command's program, to trying every pattern in order
+// with path.Match, on command lines built from the patterns themselves.
+func TestCommandIndex(t *testing.T) {
+	lists := [][]string{DefaultTestRunners, DefaultPackageManagers, DefaultPublishCommands,
+		{"n?de x", "[gm]ake t*", "g\\o test", "go test", "go *", "*"}}
+	for _, list := range lists {
+		s, err := compileCommands(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		naive := func(argv []string) (string, bool) {
+			for _, cand := range CommandForms(argv) {
+				for i, p := range s.patterns {
+					ok := len(cand) >= len(p)
+					for j := 0; ok && j < len(p); j++ {
+						ok, _ = path.Match(p[j], cand[j])
+					}
+					if ok {
+						return s.src[i], true
+					}
+				}
+			}
+			return "", false
+		}
+		var argvs [][]string
+		for _, p := range list {
+			w := strings.Fields(strings.NewReplacer("*", "x", "?", "y", "[gm]", "g").Replace(p))
+			argvs = append(argvs, w, append(w, "-v"), w[:1], append([]string{"/usr/bin/" + w[0] + "3"}, w[1:]...),
+				append([]string{"node", "/x/" + w[0] + "-cli.js"}, w[1:]...), append([]string{"python3", "-m"}, w...))
+		}
+		for _, argv := range argvs {
+			got, gok := s.Match(argv)
+			want, wok := naive(argv)
+			if got != want || gok != wok {
+				t.Errorf("%q: Match %q %v, in order %q %v", argv, got, gok, want, wok)
+			}
+		}
 	}
 }
 
