@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -66,17 +67,18 @@ func Analyze(o Options) (*Report, error) {
 		// Sized up front: growing a million-event slice by doubling
 		// copies it a dozen times and leaves the old arrays to the GC.
 		events = make([]*event.Event, 0, min(m.Events, maxPresize))
-		// Reading keeps all but a few percent of what it allocates (the
-		// events), so a collection during it finds next to no garbage and
-		// only rescans the growing heap: on a million events that was a
-		// fifth of the report's time. The collector is off while reading.
-		gc := debug.SetGCPercent(-1)
+		// The report keeps every event it reads, so a collection during
+		// the read or the analysis finds little garbage and rescans the
+		// whole growing heap: on a million events that was a fifth of the
+		// report's time. The collector is off while reading and, once the
+		// events are in, runs only if the heap outgrows them by a margin.
+		defer batchGC()()
 		err = r.Events(session.Filter{}, func(e *event.Event) error {
 			events = append(events, e)
 			sum.Observe(e)
 			return nil
 		})
-		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 		if err != nil {
 			return nil, fmt.Errorf("read session %s: %w", o.SessionPath, err)
 		}
@@ -118,6 +120,30 @@ func Analyze(o Options) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d events were lost while recording: what the kernel saw is incomplete", sum.LostTotal))
 	}
 	return rep, nil
+}
+
+// batchGC turns the garbage collector off, for a job whose heap is
+// nearly all live, and returns what restores it. A soft memory limit
+// (debug.SetMemoryLimit) set meanwhile still makes it collect when the
+// heap reaches the limit.
+func batchGC() (restore func()) {
+	pct := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(-1)
+	return func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(pct)
+	}
+}
+
+// heapBytes is the memory the heap's objects take, live or not yet
+// collected.
+func heapBytes() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 1 << 30
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // discover finds the transcript the session's agent wrote: the main
