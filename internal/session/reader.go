@@ -227,13 +227,16 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	var fnErr error
 	err := r.raw(func(c driverConn) error {
+		keep := func(ev *event.Event) error {
+			fnErr = fn(ev)
+			return fnErr
+		}
 		read := readChunks
 		if r.version == 1 {
 			read = readEventsV1
 		}
-		return read(c, f, func(ev *event.Event) error {
-			fnErr = fn(ev)
-			return fnErr
+		return readTx(c, func(c driverConn, strs *pathTable, in *interner) error {
+			return read(c, strs, in, f, keep)
 		})
 	})
 	if fnErr != nil {
@@ -264,11 +267,10 @@ func (r *Reader) raw(f func(driverConn) error) error {
 	})
 }
 
-// readChunks reads the events f selects on c from a version 2 file, in
-// one read transaction so that the strings table it loads first has every
-// string the chunks refer to, even on a session a writer is still
-// appending to.
-func readChunks(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
+// readTx runs read on c in one read transaction, with the strings table
+// loaded inside it first, so that the table has every string the events
+// refer to, even on a session a writer is still appending to.
+func readTx(c driverConn, read func(c driverConn, strs *pathTable, in *interner) error) (err error) {
 	ctx := context.Background()
 	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
 		return err
@@ -283,6 +285,12 @@ func readChunks(c driverConn, f Filter, fn func(*event.Event) error) (err error)
 	if err != nil {
 		return err
 	}
+	return read(c, strs, in)
+}
+
+// readChunks reads the events f selects from a version 2 file, inside
+// readTx.
+func readChunks(c driverConn, strs *pathTable, _ *interner, f Filter, fn func(*event.Event) error) error {
 	keep := f.matcher()
 	rows, err := query(c, "SELECT first_seq, count, first_ts, data FROM chunks ORDER BY first_seq", nil)
 	if err != nil {
@@ -427,21 +435,7 @@ const (
 )
 
 // readEventsV1 is readChunks for a version 1 file: a row per event.
-func readEventsV1(c driverConn, f Filter, fn func(*event.Event) error) (err error) {
-	ctx := context.Background()
-	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
-		return err
-	}
-	defer func() {
-		if _, rerr := c.ExecContext(ctx, "ROLLBACK", nil); err == nil {
-			err = rerr
-		}
-	}()
-	in := newInterner()
-	paths, err := loadStrings(c, in)
-	if err != nil {
-		return err
-	}
+func readEventsV1(c driverConn, paths *pathTable, in *interner, f Filter, fn func(*event.Event) error) error {
 	var where []string
 	var args []driver.NamedValue
 	arg := func(v driver.Value) { args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v}) }
