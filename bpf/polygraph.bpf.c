@@ -158,13 +158,13 @@ static __always_inline struct scratch *get_scratch(void)
 
 static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts, __u64 image_ns)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = (void *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid();
 	h->kind = kind;
 	h->flags = 0;
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
-	h->ppid = t->real_parent->tgid;
+	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
 	h->ts = ts;
 	h->image_ns = image_ns;
 	bpf_get_current_comm(&h->comm, sizeof(h->comm));
@@ -269,9 +269,10 @@ static __always_inline __u32 read_ustr(struct scratch *s, __u32 off, const char 
 
 static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 {
-	struct fdtable *fdt = t->files->fdt;
-	unsigned int max = fdt->max_fds;
-	struct file **fds = fdt->fd;
+	struct files_struct *files = BPF_CORE_READ(t, files);
+	struct fdtable *fdt = BPF_CORE_READ(files, fdt);
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	struct file **fds = BPF_CORE_READ(fdt, fd);
 	struct file *f = 0;
 
 	if (fd < 0 || fd >= max)
@@ -285,7 +286,7 @@ static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct scratch *s, __u32 off, __u8 *flags)
 {
 	if (dfd == AT_FDCWD) {
-		struct fs_struct *fs = t->fs;
+		struct fs_struct *fs = BPF_CORE_READ(t, fs);
 		return walk_path(__builtin_preserve_access_index(&fs->pwd), s, off, flags);
 	}
 	struct file *f = fd_file(t, dfd);
@@ -434,7 +435,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	if (!s)
 		return 0;
 
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = (void *)bpf_get_current_task();
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
@@ -492,7 +493,7 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 	if (!s)
 		return 0;
 
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = (void *)bpf_get_current_task();
 	struct ev_sock *e = (void *)s->b;
 	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->result = ret;
@@ -526,7 +527,7 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
  * process named one, else the socket's peer) is port 53. */
 static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = (void *)bpf_get_current_task();
 	struct sock *sk = fd_sock(t, fd);
 	if (!sk)
 		return 0;
