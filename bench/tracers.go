@@ -43,9 +43,11 @@ type tracer struct {
 	finish func(e *env)
 }
 
-// baseline reports whether t is one of the tracers polygraph is compared
-// with (not bare, not polygraph).
-func (t *tracer) baseline() bool { return t.Name != "bare" && t.Name != "polygraph" }
+// baseline reports whether t is one of the slow tracers polygraph is
+// compared with, which -baseline-runs may run fewer times. The floor is
+// as cheap as a bare run and, being the line polygraph is read against,
+// gets every run.
+func (t *tracer) baseline() bool { return t.Name != "bare" && t.Name != "polygraph" && t.Name != "floor" }
 
 var tracers = []*tracer{
 	{Name: "bare", run: runBare},
