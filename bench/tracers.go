@@ -47,7 +47,9 @@ type tracer struct {
 // compared with, which -baseline-runs may run fewer times. The floor is
 // as cheap as a bare run and, being the line polygraph is read against,
 // gets every run.
-func (t *tracer) baseline() bool { return t.Name != "bare" && t.Name != "polygraph" && t.Name != "floor" }
+func (t *tracer) baseline() bool {
+	return t.Name != "bare" && t.Name != "polygraph" && t.Name != "floor"
+}
 
 var tracers = []*tracer{
 	{Name: "bare", run: runBare},

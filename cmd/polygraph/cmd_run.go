@@ -18,9 +18,9 @@ import (
 )
 
 type runOptions struct {
-	json       bool
-	linger     time.Duration
-	asRoot     bool
+	json   bool
+	linger time.Duration
+	asRoot bool
 	reportFlags
 }
 
