@@ -240,7 +240,9 @@ func (g *synth) add(e *event.Event) {
 }
 
 func (g *synth) base(p *sproc, k event.Kind) *event.Event {
-	return &event.Event{Kind: k, PID: p.pid, TID: p.pid, PPID: p.ppid, Comm: p.comm, ExecID: p.execID, ParentExecID: p.pexe}
+	e := &event.Event{Kind: k, PID: p.pid, TID: p.pid, PPID: p.ppid, Comm: p.comm, ExecID: p.execID, ParentExecID: p.pexe}
+	e.Complete()
+	return e
 }
 
 // proc forks a child of parent (ppid, pexe) and execs path in it.
@@ -248,7 +250,7 @@ func (g *synth) proc(ppid uint32, pexe string, pid uint32, comm, path string, ar
 	startNS := uint64(g.ts.Sub(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)))
 	forked := &sproc{pid: pid, ppid: ppid, execID: event.ExecID(pid, startNS), pexe: pexe, comm: comm}
 	if pexe != "" {
-		f := &event.Event{Kind: event.KindFork, PID: ppid, TID: ppid, Comm: "sh", ExecID: pexe, ChildPID: pid, ChildExecID: forked.execID}
+		f := &event.Event{Kind: event.KindFork, PID: ppid, TID: ppid, Comm: "sh", ExecID: pexe, Process: &event.Process{ChildPID: pid, ChildExecID: forked.execID}}
 		g.add(f)
 	}
 	p := &sproc{pid: pid, ppid: ppid, execID: event.ExecID(pid, startNS+1000), pexe: forked.execID, comm: comm, startNS: startNS}

@@ -25,6 +25,7 @@ func testEvents() []*event.Event {
 	at := func(ms int) time.Time { return testStart.Add(time.Duration(ms) * time.Millisecond) }
 	ev := func(ms int, kind event.Kind, pid uint32, comm string, f func(*event.Event)) *event.Event {
 		e := &event.Event{TS: at(ms), Kind: kind, PID: pid, TID: pid, PPID: 1, Comm: comm, ExecID: event.ExecID(pid, 1)}
+		e.Complete()
 		f(e)
 		return e
 	}
@@ -227,7 +228,12 @@ func TestRunEventsWarnings(t *testing.T) {
 
 func TestEventDetails(t *testing.T) {
 	base := event.Event{PID: 1, Comm: "x"}
-	with := func(f func(*event.Event)) *event.Event { e := base; f(&e); return &e }
+	with := func(f func(*event.Event)) *event.Event {
+		e := base
+		e.Process, e.Network = &event.Process{}, &event.Network{}
+		f(&e)
+		return &e
+	}
 	tests := []struct {
 		name string
 		ev   *event.Event

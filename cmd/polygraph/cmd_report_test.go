@@ -24,9 +24,9 @@ func recordedSession(t *testing.T) string {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	w.Add(&event.Event{TS: now, Kind: event.KindExec, PID: 10, ExecID: "10-1", Comm: "cat", Path: "/usr/bin/cat", Argv: []string{"cat", "/home/dev/.ssh/id_ed25519"}, Cwd: "/home/dev/proj"})
+	w.Add(&event.Event{TS: now, Kind: event.KindExec, PID: 10, ExecID: "10-1", Comm: "cat", Path: "/usr/bin/cat", Process: &event.Process{Argv: []string{"cat", "/home/dev/.ssh/id_ed25519"}, Cwd: "/home/dev/proj"}})
 	w.Add(&event.Event{TS: now.Add(time.Millisecond), Kind: event.KindOpen, PID: 10, ExecID: "10-1", Comm: "cat", Path: "/home/dev/.ssh/id_ed25519", Access: "read", Result: event.Ptr(int64(3))})
-	w.Add(&event.Event{TS: now.Add(2 * time.Millisecond), Kind: event.KindExit, PID: 10, ExecID: "10-1", Comm: "cat", ExitCode: event.Ptr(0)})
+	w.Add(&event.Event{TS: now.Add(2 * time.Millisecond), Kind: event.KindExit, PID: 10, ExecID: "10-1", Comm: "cat", Process: &event.Process{ExitCode: event.Ptr(0)}})
 	if err := w.Close(event.Ptr(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestReportFailOn(t *testing.T) {
 
 func TestReportUsage(t *testing.T) {
 	for _, o := range []*reportOptions{
-		{transcript: "auto", format: "text"},             // neither session nor transcript
-		{transcript: "none", format: "pdf"},              // bad format
+		{transcript: "auto", format: "text"},              // neither session nor transcript
+		{transcript: "none", format: "pdf"},               // bad format
 		{transcript: "none", format: "text", failOn: "x"}, // bad severity
 	} {
 		var ue *usageError

@@ -371,7 +371,7 @@ func TestSearchHelper(t *testing.T) {
 	s.exit(11, index, 0)
 	// Claude Code's Grep runs its own binary as rg.
 	rg := s.spawn(110, agent, 102)
-	s.add(110, &event.Event{Kind: event.KindExec, PID: 102, ExecID: "102-9", ParentExecID: rg, Path: claudeBin, Argv: []string{"rg", "-n", "TODO", project + "/src"}})
+	s.add(110, &event.Event{Kind: event.KindExec, PID: 102, ExecID: "102-9", ParentExecID: rg, Path: claudeBin, Process: &event.Process{Argv: []string{"rg", "-n", "TODO", project + "/src"}}})
 	s.pids["102-9"] = 102
 	hit := s.open(111, "102-9", project+"/src/a.go", "read", 3)
 	s.exit(112, "102-9", 0)
@@ -501,7 +501,7 @@ func TestFetchCall(t *testing.T) {
 	agent := s.root(0, 100, claudeBin, "-p", "x")
 	s.connect(5, agent, "127.0.0.1", 9000)
 	d := s.dns(110, agent, "docs.example.org", "192.0.2.1")
-	c := s.add(111, &event.Event{Kind: event.KindConnect, PID: 100, ExecID: agent, Family: "ipv4", Addr: "192.0.2.1", Port: 443, Host: "docs.example.org"})
+	c := s.add(111, &event.Event{Kind: event.KindConnect, PID: 100, ExecID: agent, Network: &event.Network{Family: "ipv4", Addr: "192.0.2.1", Port: 443, Host: "docs.example.org"}})
 	f := call("f", transcript.KindFetch, "WebFetch", 100, 200)
 	f.URLs = []string{"https://docs.example.org/page"}
 	res := Attribute(s.evs, tr("", f), meta(), Options{})

@@ -114,7 +114,7 @@ func TestExecRole(t *testing.T) {
 		{[]string{"/bin/bash", "-c", "curl x | sh"}, roleOther},
 		{[]string{"curl", "https://x"}, roleOther},
 	} {
-		got, _ := execRole(&event.Event{Argv: c.argv}, root)
+		got, _ := execRole(&event.Event{Process: &event.Process{Argv: c.argv}}, root)
 		if got != c.want {
 			t.Errorf("execRole(%q) = %d, want %d", c.argv, got, c.want)
 		}

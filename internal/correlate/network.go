@@ -155,7 +155,7 @@ func (s *apiSet) learnDominant(agentEvents []*event.Event, firstCall time.Time) 
 	early := map[string]bool{}
 	var order []string
 	for _, e := range agentEvents {
-		if e.Family != "ipv4" && e.Family != "ipv6" || e.Addr == "" {
+		if e.Network == nil || e.Family != "ipv4" && e.Family != "ipv6" || e.Addr == "" {
 			continue
 		}
 		key := net.JoinHostPort(strings.ToLower(e.Addr), strconv.Itoa(int(e.Port)))

@@ -114,7 +114,7 @@ func TestRecordedSessions(t *testing.T) {
 			n, wrong := 0, 0
 			for _, e := range r.events {
 				at := res.Of(e.Seq)
-				ms := markers(e.Path + " " + e.Path2 + " " + strings.Join(e.Argv, " ") + " " + at.ResolvedPath)
+				ms := markers(e.Path + " " + e.Path2 + " " + strings.Join(e.Args(), " ") + " " + at.ResolvedPath)
 				if len(ms) != 1 {
 					continue
 				}

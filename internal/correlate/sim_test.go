@@ -30,6 +30,7 @@ func (s *sim) add(ms int, e *event.Event) *event.Event {
 	s.seq++
 	e.Seq = s.seq
 	e.TS = s.at(ms)
+	e.Complete()
 	if e.TID == 0 {
 		e.TID = e.PID
 	}
@@ -49,7 +50,7 @@ func (s *sim) id(pid uint32) string {
 func (s *sim) root(ms int, pid uint32, argv ...string) string {
 	id := s.id(pid)
 	s.add(ms, &event.Event{Kind: event.KindExec, PID: pid, Comm: base(argv[0]), ExecID: id, ParentExecID: fmt.Sprintf("%d-1", pid),
-		Path: argv[0], Argv: argv})
+		Path: argv[0], Process: &event.Process{Argv: argv}})
 	return id
 }
 
@@ -58,7 +59,7 @@ func (s *sim) root(ms int, pid uint32, argv ...string) string {
 func (s *sim) spawn(ms int, parent string, pid uint32, argv ...string) string {
 	ppid := s.pids[parent]
 	child := s.id(pid)
-	s.add(ms, &event.Event{Kind: event.KindFork, PID: ppid, ExecID: parent, ChildPID: pid, ChildExecID: child})
+	s.add(ms, &event.Event{Kind: event.KindFork, PID: ppid, ExecID: parent, Process: &event.Process{ChildPID: pid, ChildExecID: child}})
 	if len(argv) == 0 {
 		return child
 	}
@@ -69,7 +70,7 @@ func (s *sim) spawn(ms int, parent string, pid uint32, argv ...string) string {
 func (s *sim) exec(ms int, id string, argv ...string) string {
 	pid := s.pids[id]
 	next := s.id(pid)
-	s.add(ms, &event.Event{Kind: event.KindExec, PID: pid, Comm: base(argv[0]), ExecID: next, ParentExecID: id, Path: "/usr/bin/" + base(argv[0]), Argv: argv})
+	s.add(ms, &event.Event{Kind: event.KindExec, PID: pid, Comm: base(argv[0]), ExecID: next, ParentExecID: id, Path: "/usr/bin/" + base(argv[0]), Process: &event.Process{Argv: argv}})
 	return next
 }
 
@@ -82,19 +83,19 @@ func (s *sim) file(ms int, kind event.Kind, id, path, path2 string) *event.Event
 }
 
 func (s *sim) exit(ms int, id string, code int) *event.Event {
-	return s.add(ms, &event.Event{Kind: event.KindExit, PID: s.pids[id], ExecID: id, ExitCode: event.Ptr(code)})
+	return s.add(ms, &event.Event{Kind: event.KindExit, PID: s.pids[id], ExecID: id, Process: &event.Process{ExitCode: event.Ptr(code)}})
 }
 
 func (s *sim) connect(ms int, id, addr string, port uint16) *event.Event {
-	return s.add(ms, &event.Event{Kind: event.KindConnect, PID: s.pids[id], ExecID: id, Family: "ipv4", Proto: "tcp", Addr: addr, Port: port, Result: event.Ptr(int64(-115))})
+	return s.add(ms, &event.Event{Kind: event.KindConnect, PID: s.pids[id], ExecID: id, Result: event.Ptr(int64(-115)), Network: &event.Network{Family: "ipv4", Proto: "tcp", Addr: addr, Port: port}})
 }
 
 func (s *sim) net(ms int, id, addr string, port uint16, sent, recv uint64) *event.Event {
-	return s.add(ms, &event.Event{Kind: event.KindNet, PID: s.pids[id], ExecID: id, Family: "ipv4", Addr: addr, Port: port, BytesSent: sent, BytesRecv: recv})
+	return s.add(ms, &event.Event{Kind: event.KindNet, PID: s.pids[id], ExecID: id, Network: &event.Network{Family: "ipv4", Addr: addr, Port: port, BytesSent: sent, BytesRecv: recv}})
 }
 
 func (s *sim) dns(ms int, id, qname string, answers ...string) *event.Event {
-	return s.add(ms, &event.Event{Kind: event.KindDNS, PID: s.pids[id], ExecID: id, QName: qname, QType: "A", Answers: answers})
+	return s.add(ms, &event.Event{Kind: event.KindDNS, PID: s.pids[id], ExecID: id, Network: &event.Network{QName: qname, QType: "A", Answers: answers}})
 }
 
 func base(p string) string {

@@ -79,7 +79,7 @@ func (b *builder) emit(p *tproc, e *event.Event) *event.Event {
 // agent starts the agent process (its events are bookkeeping).
 func (b *builder) agent(pid uint32, bin string) *tproc {
 	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonAgentBookkeeping}
-	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Argv: []string{path.Base(bin)}, Cwd: proj})
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: []string{path.Base(bin)}, Cwd: proj}})
 	b.agents = append(b.agents, p.img)
 	b.root = int(pid)
 	return p
@@ -88,7 +88,7 @@ func (b *builder) agent(pid uint32, bin string) *tproc {
 // stranger is a process outside any call (unattributed).
 func (b *builder) stranger(pid uint32, bin string, argv ...string) *tproc {
 	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonUnattributed}
-	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Argv: argv, Cwd: proj})
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: proj}})
 	return p
 }
 
@@ -139,13 +139,13 @@ func (p *tproc) spawn(pid uint32, call string, bin string, argv ...string) *tpro
 	if call != "" {
 		c.call, c.reason = call, correlate.ReasonLineage
 	}
-	b.emit(p, &event.Event{Kind: event.KindFork, ChildPID: pid, ChildExecID: forkImg})
+	b.emit(p, &event.Event{Kind: event.KindFork, Process: &event.Process{ChildPID: pid, ChildExecID: forkImg}})
 	img := event.ExecID(pid, uint64(b.seq+1))
 	if len(argv) == 0 {
 		argv = []string{path.Base(bin)}
 	}
 	c.parent, c.img = forkImg, img
-	b.emit(c, &event.Event{Kind: event.KindExec, Path: bin, Argv: argv, Cwd: proj})
+	b.emit(c, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: proj}})
 	c.comm = path.Base(bin)
 	return c
 }
@@ -167,7 +167,7 @@ func (p *tproc) unlink(file string) *event.Event {
 }
 
 func (p *tproc) dns(name string) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindDNS, QName: name, QType: "A", Addr: "127.0.0.53", Port: 53})
+	return p.b.emit(p, &event.Event{Kind: event.KindDNS, Network: &event.Network{QName: name, QType: "A", Addr: "127.0.0.53", Port: 53}})
 }
 
 func (p *tproc) connect(addr string, port uint16) *event.Event {
@@ -175,27 +175,27 @@ func (p *tproc) connect(addr string, port uint16) *event.Event {
 	if len(addr) > 0 && addr[0] == ':' || len(addr) > 4 && addr[4] == ':' {
 		fam = "ipv6"
 	}
-	return p.b.emit(p, &event.Event{Kind: event.KindConnect, Family: fam, Proto: "tcp", Addr: addr, Port: port, Result: event.Ptr(int64(-115))})
+	return p.b.emit(p, &event.Event{Kind: event.KindConnect, Result: event.Ptr(int64(-115)), Network: &event.Network{Family: fam, Proto: "tcp", Addr: addr, Port: port}})
 }
 
 func (p *tproc) sent(addr string, port uint16, n uint64) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindNet, Family: "ipv4", Addr: addr, Port: port, BytesSent: n})
+	return p.b.emit(p, &event.Event{Kind: event.KindNet, Network: &event.Network{Family: "ipv4", Addr: addr, Port: port, BytesSent: n}})
 }
 
 func (p *tproc) bind(port uint16) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindBind, Family: "ipv4", Addr: "127.0.0.1", Port: port, Result: event.Ptr(int64(0))})
+	return p.b.emit(p, &event.Event{Kind: event.KindBind, Result: event.Ptr(int64(0)), Network: &event.Network{Family: "ipv4", Addr: "127.0.0.1", Port: port}})
 }
 
 func (p *tproc) accept(peer string, port uint16) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindAccept, Family: "ipv4", Addr: peer, Port: port, Result: event.Ptr(int64(5))})
+	return p.b.emit(p, &event.Event{Kind: event.KindAccept, Result: event.Ptr(int64(5)), Network: &event.Network{Family: "ipv4", Addr: peer, Port: port}})
 }
 
 func (p *tproc) exit(code int) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindExit, ExitCode: event.Ptr(code)})
+	return p.b.emit(p, &event.Event{Kind: event.KindExit, Process: &event.Process{ExitCode: event.Ptr(code)}})
 }
 
 func (p *tproc) killed(sig int) *event.Event {
-	return p.b.emit(p, &event.Event{Kind: event.KindExit, Signal: sig})
+	return p.b.emit(p, &event.Event{Kind: event.KindExit, Process: &event.Process{Signal: sig}})
 }
 
 // after marks the process's further events as happening after its call

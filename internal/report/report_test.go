@@ -71,8 +71,8 @@ func TestBuildOrdersDivergencesFirst(t *testing.T) {
 	read := &event.Event{Seq: 7, Kind: event.KindOpen, PID: 9, Comm: "cat", Path: "/home/u/.aws/credentials", Access: "read"}
 	attr := &correlate.Result{
 		ByCall: map[string]*correlate.CallActivity{
-			"a": {Call: calls[0], RootExit: &event.Event{Kind: event.KindExit, ExitCode: &exit0, DurationNS: 2e6},
-				Execs: []*event.Event{{ExecID: "1-1", Argv: []string{"ls"}}}, Events: []uint64{1, 2}},
+			"a": {Call: calls[0], RootExit: &event.Event{Kind: event.KindExit, Process: &event.Process{ExitCode: &exit0, DurationNS: 2e6}},
+				Execs: []*event.Event{{ExecID: "1-1", Process: &event.Process{Argv: []string{"ls"}}}}, Events: []uint64{1, 2}},
 			"b": {Call: calls[1], Reads: []string{read.Path}, Events: []uint64{7}, Late: []uint64{7}},
 		},
 		Counts:       map[correlate.Reason]int{correlate.ReasonLineage: 3},

@@ -230,6 +230,7 @@ func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
 		PPID: h.Ppid,
 		Comm: d.comm(h.Comm),
 	}
+	e.Complete()
 	p := d.procs[h.Pid]
 	if p == nil || p.imageNS != h.ImageNs {
 		// A process we did not see start (already running when tracing

@@ -294,7 +294,8 @@ func (s *Sensor) drainPeers(pid uint32, like *event.Event) {
 	}
 	for _, f := range found {
 		_ = s.peerBytes.Delete(f.k)
-		e := &event.Event{Kind: event.KindNet, PID: f.k.Pid, TID: f.k.Pid, BytesSent: f.v.Sent, BytesRecv: f.v.Recv}
+		e := &event.Event{Kind: event.KindNet, PID: f.k.Pid, TID: f.k.Pid,
+			Network: &event.Network{BytesSent: f.v.Sent, BytesRecv: f.v.Recv}}
 		e.TS = s.dec.BootOffset.Add(time.Duration(f.v.LastNs))
 		if like != nil && like.PID == f.k.Pid {
 			e.PPID, e.Comm, e.ExecID, e.ParentExecID = like.PPID, like.Comm, like.ExecID, like.ParentExecID

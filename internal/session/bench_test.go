@@ -91,9 +91,11 @@ func synthEvents(n int) []*event.Event {
 		startNS := uint64(ts.UnixNano())
 		fork := event.ExecID(pid, startNS)
 		self := event.ExecID(pid, startNS+1000)
-		add(&event.Event{Kind: event.KindFork, PID: 1000, TID: 1000, PPID: 999, Comm: "sh", ExecID: "1000-1", ChildPID: pid, ChildExecID: fork})
+		add(&event.Event{Kind: event.KindFork, PID: 1000, TID: 1000, PPID: 999, Comm: "sh", ExecID: "1000-1", Process: &event.Process{ChildPID: pid, ChildExecID: fork}})
 		base := func(k event.Kind) *event.Event {
-			return &event.Event{Kind: k, PID: pid, TID: pid, PPID: 1000, Comm: comm, ExecID: self, ParentExecID: fork}
+			e := &event.Event{Kind: k, PID: pid, TID: pid, PPID: 1000, Comm: comm, ExecID: self, ParentExecID: fork}
+			e.Complete()
+			return e
 		}
 		ex := base(event.KindExec)
 		ex.Path, ex.Argv, ex.Cwd, ex.UID = "/usr/bin/"+comm, []string{comm, "--flag", "arg"}, "/home/dev/project", event.Ptr(uint32(1000))

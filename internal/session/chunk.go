@@ -167,30 +167,32 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 	str(fParentExecID, ev.ParentExecID)
 	str(fPath, ev.Path)
 	str(fPath2, ev.Path2)
-	for _, a := range ev.Argv {
-		str1(fArgv, a)
-	}
-	flag(fArgvTruncated, ev.ArgvTruncated)
 	flag(fPathTruncated, ev.PathTruncated)
-	str(fCwd, ev.Cwd)
-	str(fScript, ev.Script)
-	if ev.UID != nil {
-		buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*ev.UID))
+	if p := ev.Process; p != nil {
+		for _, a := range p.Argv {
+			str1(fArgv, a)
+		}
+		flag(fArgvTruncated, p.ArgvTruncated)
+		str(fCwd, p.Cwd)
+		str(fScript, p.Script)
+		if p.UID != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*p.UID))
+		}
+		str(fSHA256, p.SHA256)
+		uint(fChildPID, uint64(p.ChildPID))
+		str(fChildExecID, p.ChildExecID)
+		if p.ExitCode != nil {
+			sint(fExitCode, int64(*p.ExitCode))
+		}
+		if p.Signal != 0 {
+			sint(fSignal, int64(p.Signal))
+		}
+		uint(fDurationNS, p.DurationNS)
+		uint(fCPUNS, p.CPUNS)
+		uint(fMaxRSSKB, p.MaxRSSKB)
+		uint(fReadBytes, p.ReadBytes)
+		uint(fWriteBytes, p.WriteBytes)
 	}
-	str(fSHA256, ev.SHA256)
-	uint(fChildPID, uint64(ev.ChildPID))
-	str(fChildExecID, ev.ChildExecID)
-	if ev.ExitCode != nil {
-		sint(fExitCode, int64(*ev.ExitCode))
-	}
-	if ev.Signal != 0 {
-		sint(fSignal, int64(ev.Signal))
-	}
-	uint(fDurationNS, ev.DurationNS)
-	uint(fCPUNS, ev.CPUNS)
-	uint(fMaxRSSKB, ev.MaxRSSKB)
-	uint(fReadBytes, ev.ReadBytes)
-	uint(fWriteBytes, ev.WriteBytes)
 	if ev.Flags != nil {
 		buf = protowire.AppendVarint(protowire.AppendTag(buf, fFlags, protowire.VarintType), uint64(*ev.Flags))
 	}
@@ -201,18 +203,20 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 	if ev.Result != nil {
 		sint(fResult, *ev.Result)
 	}
-	str(fFamily, ev.Family)
-	str(fProto, ev.Proto)
-	str(fAddr, ev.Addr)
-	uint(fPort, uint64(ev.Port))
-	str(fHost, ev.Host)
-	str(fQName, ev.QName)
-	str(fQType, ev.QType)
-	for _, a := range ev.Answers {
-		str1(fAnswers, a)
+	if n := ev.Network; n != nil {
+		str(fFamily, n.Family)
+		str(fProto, n.Proto)
+		str(fAddr, n.Addr)
+		uint(fPort, uint64(n.Port))
+		str(fHost, n.Host)
+		str(fQName, n.QName)
+		str(fQType, n.QType)
+		for _, a := range n.Answers {
+			str1(fAnswers, a)
+		}
+		uint(fBytesSent, n.BytesSent)
+		uint(fBytesRecv, n.BytesRecv)
 	}
-	uint(fBytesSent, ev.BytesSent)
-	uint(fBytesRecv, ev.BytesRecv)
 
 	n := len(buf) - body
 	if n < 1<<14 {
@@ -298,6 +302,11 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
 			continue // a field of a newer writer
 		}
+		if fArgv <= num && num <= fWriteBytes && num != fPathTruncated && ev.Process == nil {
+			ev.Process = d.in.process()
+		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
+			ev.Network = d.in.network()
+		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
 			if err != nil {
@@ -361,6 +370,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		}
 	}
 	ev.TS = timeOf(ts)
+	ev.Complete()
 	return nil
 }
 

@@ -14,30 +14,41 @@ const maxReadInterned = 1 << 17
 // interner hands out one copy of each repeated string an Events call
 // reads. A session repeats the same few thousand paths, comms, exec ids
 // and access modes a million times; without it every event read would
-// hold its own copies. It also allocates the events, slabEvents at a
-// time.
+// hold its own copies. It also allocates the events (see slab).
 type interner struct {
-	m    map[string]string
-	slab []event.Event
+	m     map[string]string
+	evs   slab[event.Event]
+	procs slab[event.Process]
+	nets  slab[event.Network]
 }
 
-// slabEvents is how many events are allocated together: as many as fit
-// 16 KiB, one of the allocator's size classes, where one event alone
-// would be rounded up from its 496 bytes to 512. A slab lives as long as
-// any of its events: a caller keeping one event in thirty keeps them
-// all, one keeping every event (the report) saves 3 % of its memory and
-// most of the time allocating them takes.
-const slabEvents = 16 << 10 / int(unsafe.Sizeof(event.Event{}))
+// slab hands out zero values of T allocated 16 KiB at a time, one of the
+// allocator's size classes, where one value alone would be rounded up to
+// the next class. A slab lives as long as any of its values: a caller
+// keeping one event in seventy keeps them all, one keeping every event
+// (the report) saves the rounding and most of the time allocating them
+// takes. Events come from one slab, and the Process and Network parts of
+// the kinds that have them from slabs of their own.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		var zero T
+		s.free = make([]T, max(1, 16<<10/int(unsafe.Sizeof(zero))))
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
+}
 
 // event returns a new zero event.
-func (in *interner) event() *event.Event {
-	if len(in.slab) == 0 {
-		in.slab = make([]event.Event, slabEvents)
-	}
-	ev := &in.slab[0]
-	in.slab = in.slab[1:]
-	return ev
-}
+func (in *interner) event() *event.Event { return in.evs.next() }
+
+// process returns a new zero Process.
+func (in *interner) process() *event.Process { return in.procs.next() }
+
+// network returns a new zero Network.
+func (in *interner) network() *event.Network { return in.nets.next() }
 
 func newInterner() *interner { return &interner{m: make(map[string]string, 1024)} }
 

@@ -27,7 +27,7 @@ func sampleEvents() []*event.Event {
 		return event.Event{TS: at(ms), Kind: kind, PID: pid, TID: pid, PPID: 100, Comm: comm,
 			ExecID: event.ExecID(pid, 5000), ParentExecID: event.ExecID(100, 1000)}
 	}
-	with := func(e event.Event, f func(*event.Event)) *event.Event { f(&e); return &e }
+	with := func(e event.Event, f func(*event.Event)) *event.Event { e.Complete(); f(&e); return &e }
 	return []*event.Event{
 		with(common(1, event.KindFork, 100, "bash"), func(e *event.Event) { e.ChildPID = 101 }),
 		with(common(2, event.KindExec, 101, "npm"), func(e *event.Event) {
@@ -218,7 +218,10 @@ func fill(t testing.TB, v reflect.Value, name string, n int) {
 			v.Set(reflect.ValueOf(t0.Add(time.Duration(n))))
 			return
 		}
-		t.Fatalf("field %s: cannot fill %s", name, v.Type())
+		// a field group of event.Event (Process, Network): every field
+		for i := range v.NumField() {
+			fill(t, v.Field(i), name+"."+v.Type().Field(i).Name, n*100+i)
+		}
 	default:
 		t.Fatalf("field %s: cannot fill %s", name, v.Type())
 	}
@@ -343,7 +346,8 @@ func TestMetaAndState(t *testing.T) {
 	if err := w.Close(nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Close: %v, want ErrClosed", err)
 	}
-	w.Add(&event.Event{Kind: event.KindExec}) // dropped, no panic
+	w.Add(&event.Event{Kind: event.KindExec, Process: // dropped, no panic
+	&event.Process{}})
 
 	if _, err := os.Stat(m.Path + "-wal"); err == nil {
 		t.Errorf("a cleanly closed session still has a -wal file")

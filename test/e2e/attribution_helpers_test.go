@@ -51,7 +51,7 @@ func attrMarkers(s string) []string {
 
 // attrEventMarkers returns the markers an event carries in its paths or argv.
 func attrEventMarkers(e *event.Event, at *correlate.Attribution) []string {
-	text := e.Path + " " + e.Path2 + " " + strings.Join(e.Argv, " ")
+	text := e.Path + " " + e.Path2 + " " + strings.Join(e.Args(), " ")
 	if at != nil {
 		text += " " + at.ResolvedPath
 	}
@@ -114,7 +114,7 @@ func attrScoreEvents(t testing.TB, events []*event.Event, res *correlate.Result,
 		}
 		if at.ToolCallID != want {
 			s.Wrong = append(s.Wrong, fmt.Sprintf("seq %d %s pid %d %s %s%s: want %q got %q (%s/%s)",
-				e.Seq, e.Kind, e.PID, e.Comm, e.Path, attrArgv(e.Argv), want, at.ToolCallID, at.Reason, at.Detail))
+				e.Seq, e.Kind, e.PID, e.Comm, e.Path, attrArgv(e.Args()), want, at.ToolCallID, at.Reason, at.Detail))
 		}
 	}
 	return s
