@@ -43,6 +43,7 @@ enum ev_kind {
 #define EVF_TRUNC_ARGV (1 << 0)
 #define EVF_TRUNC_PATH (1 << 1)  /* a walked path hit WALK_MAX/WALK_DEPTH */
 #define EVF_TRUNC_USTR (1 << 2)  /* a user path filled USTR_MAX */
+#define EVF_PEERS (1 << 3)       /* EV_EXIT: the process has byte counters in peer_bytes */
 
 /* ev_header starts every record: who did it and when. image_ns is the
  * boot-clock time the process's current image began (fork or execve),
@@ -143,6 +144,11 @@ struct peer_val {
 /* Value of map tracked: one per process of the traced tree. */
 struct proc_info {
 	__u64 image_ns;
+	__u32 flags; /* PI_* */
+	__u32 _pad0;
 };
+
+/* proc_info.flags */
+#define PI_PEERS (1 << 0) /* count_bytes made an entry in peer_bytes */
 
 #endif

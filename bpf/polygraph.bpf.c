@@ -396,6 +396,8 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		return 0;
 	}
 	fill_header(&e->h, EV_EXIT, bpf_ktime_get_boot_ns(), pi->image_ns);
+	if (pi->flags & PI_PEERS)
+		e->h.flags = EVF_PEERS;
 	int code = p->exit_code;
 	if (sig->flags & SIGNAL_GROUP_EXIT)
 		code = sig->group_exit_code;
@@ -746,6 +748,9 @@ static __always_inline void count_bytes(struct sock *sk, int ret, bool sent)
 	struct peer_val *v = bpf_map_lookup_elem(&peer_bytes, &k);
 	if (!v) {
 		struct peer_val z = {};
+		/* user space drains a process's counters when it exits, which
+		 * walks the whole map: only where this flag says there are any */
+		pi->flags |= PI_PEERS;
 		bpf_map_update_elem(&peer_bytes, &k, &z, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&peer_bytes, &k);
 		if (!v)

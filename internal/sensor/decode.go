@@ -39,6 +39,7 @@ const (
 	flagTruncArgv = 1 << 0
 	flagTruncPath = 1 << 1
 	flagTruncUstr = 1 << 2
+	flagPeers     = 1 << 3 // EVF_PEERS, on an exit record
 
 	dataOff = 96 // DATA_OFF: variable-length data starts here in scratch-built records
 

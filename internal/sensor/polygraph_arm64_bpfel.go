@@ -105,6 +105,8 @@ type polygraphPeerVal struct {
 type polygraphProcInfo struct {
 	_       structs.HostLayout
 	ImageNs uint64
+	Flags   uint32
+	Pad0    uint32
 }
 
 type polygraphScratch struct {

@@ -270,7 +270,11 @@ func (s *Sensor) readLoop() {
 		}
 		s.emit(ev)
 		if ev.Kind == event.KindExit {
-			s.drainPeers(ev.PID, ev)
+			// Draining walks the whole map (every bucket of it, however
+			// empty): only for a process the kernel says has counters.
+			if rec.RawSample[1]&flagPeers != 0 {
+				s.drainPeers(ev.PID, ev)
+			}
 			s.dec.Forget(ev.PID)
 		}
 	}

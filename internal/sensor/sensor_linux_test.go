@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,14 @@ exit 3
 		if find(evs, c.pred) == nil {
 			t.Errorf("missing event: %s", c.name)
 		}
+	}
+	// A process's byte counters become a net event when it exits (the
+	// kernel flags its exit record), not only when tracing stops.
+	netAt := slices.IndexFunc(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindNet && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v4
+	})
+	if rootAt := slices.Index(evs, rootExit); netAt >= 0 && rootAt >= 0 && netAt > rootAt {
+		t.Errorf("the tcp4 client's bytes came at event %d, after the root's exit (%d): not drained at the client's exit", netAt, rootAt)
 	}
 	select {
 	case n := <-names:
