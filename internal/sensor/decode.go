@@ -85,12 +85,26 @@ type Decoder struct {
 	// opens returned them for, to resolve /proc/self/fd/N/... names (Bun,
 	// which Claude Code runs on, opens files that way).
 	fds map[uint32]map[int64]string
+	// paths maps the bytes of an absolute path a process passed to the
+	// path its events carry, so a path opened again costs one lookup.
+	paths map[string]string
+
+	// Events and their pointer fields come from slabs (see event.Slab).
+	evs      event.Slab[event.Event]
+	procSlab event.Slab[event.Process]
+	netSlab  event.Slab[event.Network]
+	u32      event.Slab[uint32]
+	i64      event.Slab[int64]
+	ints     event.Slab[int]
 }
+
+// maxPaths bounds Decoder.paths; past it the cache starts over.
+const maxPaths = 1 << 16
 
 // NewDecoder returns a decoder converting boot-clock times with bootOffset.
 func NewDecoder(bootOffset time.Time) *Decoder {
 	return &Decoder{BootOffset: bootOffset, PageKB: 4, procs: map[uint32]*proc{}, comms: map[string]string{},
-		fds: map[uint32]map[int64]string{}}
+		fds: map[uint32]map[int64]string{}, paths: map[string]string{}}
 }
 
 // Seed tells the decoder about a process that was already running when
@@ -120,6 +134,9 @@ func (d *Decoder) Forget(pid uint32) {
 // /proc/PID/fd/N/rest, /dev/fd/N/rest) to the path that descriptor was
 // opened as, when a traced open returned it.
 func (d *Decoder) viaFD(pid uint32, p string) string {
+	if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/fd/") {
+		return p
+	}
 	var rest string
 	var ok bool
 	for _, prefix := range []string{"/proc/self/fd/", "/dev/fd/", "/proc/thread-self/fd/", fmt.Sprintf("/proc/%d/fd/", pid)} {
@@ -145,6 +162,30 @@ func (d *Decoder) viaFD(pid uint32, p string) string {
 	return path.Join(base, tail)
 }
 
+// path is the path a process named: p (NUL-terminated, as passed)
+// resolved against the walked base and through the descriptors viaFD
+// knows. An absolute path outside /proc and /dev/fd does not depend on
+// either and comes from the cache.
+func (d *Decoder) path(pid uint32, p, base []byte) string {
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	cacheable := len(p) > 0 && p[0] == '/' && !bytes.HasPrefix(p, []byte("/proc/")) && !bytes.HasPrefix(p, []byte("/dev/fd/"))
+	if cacheable {
+		if v, ok := d.paths[string(p)]; ok { // no allocation for the lookup
+			return v
+		}
+	}
+	v := Resolve(walked(base), d.viaFD(pid, string(p)))
+	if cacheable {
+		if len(d.paths) >= maxPaths {
+			clear(d.paths)
+		}
+		d.paths[string(p)] = v
+	}
+	return v
+}
+
 func castHeader[T any](b []byte) (*T, error) {
 	var zero T
 	if len(b) < int(unsafe.Sizeof(zero)) {
@@ -165,13 +206,13 @@ func data(b []byte, off *int, n int) ([]byte, error) {
 
 // pieces splits the record's data part into consecutive pieces of the
 // given lengths, checking each against the record's size.
-func pieces(b []byte, lens ...int) ([][]byte, error) {
-	out := make([][]byte, len(lens))
+func pieces(b []byte, lens ...int) ([4][]byte, error) {
+	var out [4][]byte // no record has more
 	off := 0
 	for i, n := range lens {
 		p, err := data(b, &off, n)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		out[i] = p
 	}
@@ -223,15 +264,16 @@ func (d *Decoder) comm(c [16]int8) string {
 
 // base fills the fields every event has from the header.
 func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
-	e := &event.Event{
-		TS:   d.BootOffset.Add(time.Duration(h.Ts)),
-		Kind: kind,
-		PID:  h.Pid,
-		TID:  h.Tid,
-		PPID: h.Ppid,
-		Comm: d.comm(h.Comm),
+	e := d.evs.New()
+	e.TS, e.Kind = d.BootOffset.Add(time.Duration(h.Ts)), kind
+	e.PID, e.TID, e.PPID = h.Pid, h.Tid, h.Ppid
+	e.Comm = d.comm(h.Comm)
+	switch kind {
+	case event.KindExec, event.KindFork, event.KindExit:
+		e.Process = d.procSlab.New()
+	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet:
+		e.Network = d.netSlab.New()
 	}
-	e.Complete()
 	p := d.procs[h.Pid]
 	if p == nil || p.imageNS != h.ImageNs {
 		// A process we did not see start (already running when tracing
@@ -306,7 +348,7 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	if len(sb) > 0 {
 		e.Script = Resolve(e.Cwd, cstring(sb))
 	}
-	e.UID = event.Ptr(r.Uid)
+	e.UID = d.u32.Ptr(r.Uid)
 	return e, nil
 }
 
@@ -345,7 +387,7 @@ func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
 	if sig := int(status & 0x7f); sig != 0 {
 		e.Signal = sig
 	} else {
-		e.ExitCode = event.Ptr(int((status >> 8) & 0xff))
+		e.ExitCode = d.ints.Ptr(int((status >> 8) & 0xff))
 	}
 	if r.H.Ts > r.StartNs && r.StartNs != 0 {
 		e.DurationNS = r.H.Ts - r.StartNs
@@ -394,10 +436,10 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	}
 	kind := pathKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
-	p1 := Resolve(walked(parts[1]), d.viaFD(r.H.Pid, cstring(parts[0])))
+	p1 := d.path(r.H.Pid, parts[0], parts[1])
 	p2 := ""
 	if r.Path2Len > 0 {
-		p2 = Resolve(walked(parts[3]), d.viaFD(r.H.Pid, cstring(parts[2])))
+		p2 = d.path(r.H.Pid, parts[2], parts[3])
 	}
 	if kind == event.KindOpen && r.Result >= 0 {
 		m := d.fds[r.H.Pid]
@@ -407,15 +449,15 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		}
 		m[r.Result] = p1
 	}
-	e.Result = event.Ptr(r.Result)
+	e.Result = d.i64.Ptr(r.Result)
 	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr) != 0
 	switch kind {
 	case event.KindOpen:
 		e.Path = p1
-		e.Flags = event.Ptr(r.Flags)
+		e.Flags = d.u32.Ptr(r.Flags)
 		e.Access = Access(r.Flags)
 		if r.Flags&0o100 != 0 {
-			e.Mode = event.Ptr(r.Mode)
+			e.Mode = d.u32.Ptr(r.Mode)
 		}
 	case event.KindLink:
 		// p1 is the existing file (a symlink's target, as written), p2 the new name.
@@ -423,20 +465,20 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		e.Path2 = p1
 		if r.Flags&symlinkFlag != 0 {
 			e.Path2 = cstring(parts[0])
-			e.Flags = event.Ptr(uint32(symlinkFlag))
+			e.Flags = d.u32.Ptr(uint32(symlinkFlag))
 		}
 	case event.KindRename:
 		e.Path, e.Path2 = p1, p2
 		if r.Flags != 0 {
-			e.Flags = event.Ptr(r.Flags)
+			e.Flags = d.u32.Ptr(r.Flags)
 		}
 	case event.KindMkdir, event.KindChmod:
 		e.Path = p1
-		e.Mode = event.Ptr(r.Mode)
+		e.Mode = d.u32.Ptr(r.Mode)
 	case event.KindUnlink:
 		e.Path = p1
 		if r.Flags != 0 {
-			e.Flags = event.Ptr(r.Flags)
+			e.Flags = d.u32.Ptr(r.Flags)
 		}
 	}
 	return e, nil
@@ -487,7 +529,7 @@ func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
 	ab := ps[0]
 	e := d.base(&r.H, sockKinds[r.H.Kind])
 	e.Family, e.Addr, e.Port = sockaddr(ab)
-	e.Result = event.Ptr(r.Result)
+	e.Result = d.i64.Ptr(r.Result)
 	e.Proto = protoName(r.Proto)
 	return e, nil
 }

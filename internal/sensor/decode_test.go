@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
@@ -231,5 +232,23 @@ func TestLayoutMatchesObject(t *testing.T) {
 	}
 	if !bytes.Contains(mustRead(t, "../../bpf/polygraph.bpf.c"), []byte("#define DATA_OFF 96")) {
 		t.Error("DATA_OFF in bpf/polygraph.bpf.c and dataOff here differ")
+	}
+}
+
+// BenchmarkDecodeOpen is the decoder's cost per open record, the bulk of
+// a busy session: absolute paths, a few hundred distinct ones.
+func BenchmarkDecodeOpen(b *testing.B) {
+	d := NewDecoder(time.Unix(0, 0))
+	recs := make([][]byte, 512)
+	for i := range recs {
+		p := []byte(fmt.Sprintf("/tmp/polygraph-bench/tree/d%02d/f%03d\x00", i/100, i%100))
+		r := polygraphEvPath{H: hdr(evOpen, 1, 1, 1, "helper"), Result: 3, Flags: 0, PathLen: uint16(len(p))}
+		recs[i] = rec(&r, p)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := d.Decode(recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

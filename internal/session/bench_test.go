@@ -21,7 +21,8 @@ func BenchmarkAdd(b *testing.B) {
 	for i := range cap(evs) {
 		pid := uint32(1000 + i%20)
 		e := event.Event{TS: t0, PID: pid, TID: pid, PPID: 999, Comm: "node",
-			ExecID: event.ExecID(pid, 123456789), ParentExecID: event.ExecID(999, 1)}
+			ExecID: event.ExecID(pid, 123456789), ParentExecID: event.ExecID(999, 1),
+			Process: &event.Process{}, Network: &event.Network{}}
 		switch i % 10 {
 		case 0:
 			e.Kind, e.Path, e.Argv, e.Cwd = event.KindExec, "/usr/bin/node", []string{"node", "script.js", fmt.Sprint(i)}, "/home/dev/project"

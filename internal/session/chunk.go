@@ -242,9 +242,10 @@ const binaryMaxVarint = 10
 type chunkDecoder struct {
 	strs *pathTable
 	in   *interner
-	u32  []uint32
-	i64  []int64
-	ints []int
+	// the values of pointer fields, allocated together
+	u32  event.Slab[uint32]
+	i64  event.Slab[int64]
+	ints event.Slab[int]
 }
 
 // errChunk is wrapped by a chunk decoding error.
@@ -338,11 +339,11 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fPathTruncated:
 			ev.PathTruncated = v != 0
 		case fUID:
-			ev.UID = d.uint32(uint32(v))
+			ev.UID = d.u32.Ptr(uint32(v))
 		case fChildPID:
 			ev.ChildPID = uint32(v)
 		case fExitCode:
-			ev.ExitCode = d.int(int(protowire.DecodeZigZag(v)))
+			ev.ExitCode = d.ints.Ptr(int(protowire.DecodeZigZag(v)))
 		case fSignal:
 			ev.Signal = int(protowire.DecodeZigZag(v))
 		case fDurationNS:
@@ -356,11 +357,11 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fWriteBytes:
 			ev.WriteBytes = v
 		case fFlags:
-			ev.Flags = d.uint32(uint32(v))
+			ev.Flags = d.u32.Ptr(uint32(v))
 		case fMode:
-			ev.Mode = d.uint32(uint32(v))
+			ev.Mode = d.u32.Ptr(uint32(v))
 		case fResult:
-			ev.Result = d.int64(protowire.DecodeZigZag(v))
+			ev.Result = d.i64.Ptr(protowire.DecodeZigZag(v))
 		case fPort:
 			ev.Port = uint16(v)
 		case fBytesSent:
@@ -443,33 +444,3 @@ var stringFields = func() [lastField + 1]bool {
 	}
 	return m
 }()
-
-// ptrSlab is how many pointer-field values are allocated together.
-const ptrSlab = 1024
-
-func (d *chunkDecoder) uint32(v uint32) *uint32 {
-	if len(d.u32) == 0 {
-		d.u32 = make([]uint32, ptrSlab)
-	}
-	p := &d.u32[0]
-	*p, d.u32 = v, d.u32[1:]
-	return p
-}
-
-func (d *chunkDecoder) int64(v int64) *int64 {
-	if len(d.i64) == 0 {
-		d.i64 = make([]int64, ptrSlab)
-	}
-	p := &d.i64[0]
-	*p, d.i64 = v, d.i64[1:]
-	return p
-}
-
-func (d *chunkDecoder) int(v int) *int {
-	if len(d.ints) == 0 {
-		d.ints = make([]int, ptrSlab)
-	}
-	p := &d.ints[0]
-	*p, d.ints = v, d.ints[1:]
-	return p
-}

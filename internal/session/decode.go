@@ -1,8 +1,6 @@
 package session
 
 import (
-	"unsafe"
-
 	"github.com/polygraph/polygraph/internal/event"
 )
 
@@ -17,38 +15,19 @@ const maxReadInterned = 1 << 17
 // hold its own copies. It also allocates the events (see slab).
 type interner struct {
 	m     map[string]string
-	evs   slab[event.Event]
-	procs slab[event.Process]
-	nets  slab[event.Network]
-}
-
-// slab hands out zero values of T allocated 16 KiB at a time, one of the
-// allocator's size classes, where one value alone would be rounded up to
-// the next class. A slab lives as long as any of its values: a caller
-// keeping one event in seventy keeps them all, one keeping every event
-// (the report) saves the rounding and most of the time allocating them
-// takes. Events come from one slab, and the Process and Network parts of
-// the kinds that have them from slabs of their own.
-type slab[T any] struct{ free []T }
-
-func (s *slab[T]) next() *T {
-	if len(s.free) == 0 {
-		var zero T
-		s.free = make([]T, max(1, 16<<10/int(unsafe.Sizeof(zero))))
-	}
-	v := &s.free[0]
-	s.free = s.free[1:]
-	return v
+	evs   event.Slab[event.Event]
+	procs event.Slab[event.Process]
+	nets  event.Slab[event.Network]
 }
 
 // event returns a new zero event.
-func (in *interner) event() *event.Event { return in.evs.next() }
+func (in *interner) event() *event.Event { return in.evs.New() }
 
 // process returns a new zero Process.
-func (in *interner) process() *event.Process { return in.procs.next() }
+func (in *interner) process() *event.Process { return in.procs.New() }
 
 // network returns a new zero Network.
-func (in *interner) network() *event.Network { return in.nets.next() }
+func (in *interner) network() *event.Network { return in.nets.New() }
 
 func newInterner() *interner { return &interner{m: make(map[string]string, 1024)} }
 
