@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,15 @@ func main() {
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// POLYGRAPH_CPUPROFILE=FILE writes a CPU profile of the whole command
+	// (for the bench's write-ups; see docs/bench.md).
+	if f := os.Getenv("POLYGRAPH_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil {
+			if pprof.StartCPUProfile(out) == nil {
+				defer func() { pprof.StopCPUProfile(); out.Close() }()
+			}
+		}
+	}
 	root := newRootCommand()
 	err := root.ExecuteContext(ctx)
 	return exitCode(err, ctx.Err() != nil)

@@ -399,14 +399,30 @@ func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
 	return e, nil
 }
 
-var pathKinds = map[uint8]event.Kind{
+var pathKinds = [...]event.Kind{
 	evOpen: event.KindOpen, evRename: event.KindRename, evUnlink: event.KindUnlink,
 	evMkdir: event.KindMkdir, evChmod: event.KindChmod, evLink: event.KindLink,
 }
 
 // Access classifies open flags: read, write, or both, plus create.
 func Access(flags uint32) string {
-	const oAccMode, oWronly, oRdwr, oCreat, oTrunc = 3, 1, 2, 0o100, 0o1000
+	return accessNames[flags&oAccMode|(flags>>4)&4|(flags>>6)&8]
+}
+
+const oAccMode, oWronly, oRdwr, oCreat, oTrunc = 3, 1, 2, 0o100, 0o1000
+
+// accessNames is Access for every combination of the flags it reads
+// (the access mode in bits 0-1, O_CREAT in bit 2, O_TRUNC in bit 3),
+// so decoding an open allocates nothing for it.
+var accessNames = func() (t [16]string) {
+	for i := range uint32(16) {
+		flags := i&oAccMode | (i&4)<<4 | (i&8)<<6
+		t[i] = accessSlow(flags)
+	}
+	return t
+}()
+
+func accessSlow(flags uint32) string {
 	var a []string
 	switch flags & oAccMode {
 	case oWronly:

@@ -130,6 +130,21 @@ func TestDecodePathKinds(t *testing.T) {
 	}
 }
 
+// Access reads a table built by accessSlow: they agree on every flag word
+// that matters, whatever else is set.
+func TestAccessTable(t *testing.T) {
+	for _, other := range []uint32{0, 0o4000 | 0o2000000, 0xFFFFFFFF &^ (oAccMode | oCreat | oTrunc)} {
+		for acc := range uint32(4) {
+			for _, ct := range []uint32{0, oCreat, oTrunc, oCreat | oTrunc} {
+				f := acc | ct | other
+				if got, want := Access(f), accessSlow(f); got != want {
+					t.Errorf("Access(%#o) = %q, want %q", f, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestAccess(t *testing.T) {
 	for flags, want := range map[uint32]string{0: "read", 1: "write", 2: "read,write", 0o101: "write,create", 0o1000: "read,write", 0o102: "read,write,create"} {
 		if got := Access(flags); got != want {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/polygraph/polygraph/internal/event"
 
@@ -73,6 +74,7 @@ type Writer struct {
 
 	// Owned by encode.
 	interned map[string]int64
+	recent   [256]recentString // see id
 	nextStr  int64
 	cur      *batch // the batch being filled, whose rows new strings join
 
@@ -470,16 +472,34 @@ func (w *Writer) encodeInto(b *batch, ev *event.Event) {
 // assigned here, not by SQLite, so encoding needs no round trip to the
 // database.
 func (w *Writer) id(s string) int64 {
-	if id, ok := w.interned[s]; ok {
-		return id
+	// The sensor's decoder hands out one copy of each comm, exec id,
+	// access mode and repeated path, so the same string usually comes
+	// back as the same pointer: a small cache by address answers most
+	// lookups without hashing the text. An entry holds its string, so
+	// its address cannot be reused for another while it is there.
+	p := unsafe.StringData(s)
+	r := &w.recent[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(s)))%uintptr(len(w.recent))]
+	if unsafe.StringData(r.s) == p && len(r.s) == len(s) && p != nil {
+		return r.id
 	}
-	if len(w.interned) >= maxInterned {
-		clear(w.interned)
+	id, ok := w.interned[s]
+	if !ok {
+		if len(w.interned) >= maxInterned {
+			clear(w.interned)
+		}
+		w.nextStr++
+		id = w.nextStr
+		w.interned[s] = id
+		w.cur.strings = append(w.cur.strings, id, s)
 	}
-	w.nextStr++
-	w.interned[s] = w.nextStr
-	w.cur.strings = append(w.cur.strings, w.nextStr, s)
-	return w.nextStr
+	r.s, r.id = s, id
+	return id
+}
+
+// recentString is an entry of Writer.recent.
+type recentString struct {
+	s  string
+	id int64
 }
 
 // store is the second pipeline goroutine: it inserts batches inside a
