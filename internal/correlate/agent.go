@@ -229,10 +229,34 @@ type env struct {
 	transcript string
 	agentDirs  []string // the agent's data directories (from the transcript's location and Options)
 	install    []string // where the agent's own code lives
+
+	// memo holds bookkeeping's answers, for reads [0] and writes [1]:
+	// an agent opens the same few thousand paths over and over.
+	memo [2]map[string]string
 }
+
+// maxMemo bounds each of env.memo; past it the memo starts over.
+const maxMemo = 1 << 16
 
 // bookkeeping names the rule that makes path the agent's own file, or "".
 func (v *env) bookkeeping(path string, write bool) string {
+	w := 0
+	if write {
+		w = 1
+	}
+	if d, ok := v.memo[w][path]; ok {
+		return d
+	}
+	d := v.classify(path, write)
+	if v.memo[w] == nil || len(v.memo[w]) >= maxMemo {
+		v.memo[w] = make(map[string]string)
+	}
+	v.memo[w][path] = d
+	return d
+}
+
+// classify is bookkeeping without the memo.
+func (v *env) classify(path string, write bool) string {
 	if path == "" || !filepath.IsAbs(path) {
 		return ""
 	}
