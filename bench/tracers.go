@@ -24,6 +24,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -537,13 +538,9 @@ func runBpftrace(ctx context.Context, r *run, s *Sample) error {
 	return runBpftraceScript(ctx, r, s, bpftraceScriptPath(r.e))
 }
 
-// floorHooks are the tracepoints polygraph attaches its tp_btf programs
-// to (internal/sensor): every syscall's entry and exit, and the process
-// tree's scheduler events.
-var floorHooks = []string{"sys_enter", "sys_exit", "sched_process_fork", "sched_process_exec", "sched_process_exit"}
-
-// attachFloor attaches a program that returns at once to each of
-// floorHooks, the same way polygraph attaches its own (tp_btf links).
+// attachFloor attaches a program that returns at once to each of the
+// tracepoints polygraph's sensor uses (sensor.Hooks), the same way it
+// attaches its own (tp_btf links).
 // What the workload pays then is what the kernel charges for running any
 // program there before it does anything: the floor under polygraph's
 // overhead, which no change to its programs can go below.
@@ -559,7 +556,11 @@ func attachFloor() (detach func(), err error) {
 			detach()
 		}
 	}()
-	for _, hook := range floorHooks {
+	hooks, err := sensor.Hooks()
+	if err != nil {
+		return nil, err
+	}
+	for _, hook := range hooks {
 		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 			Name: "floor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: hook, License: "GPL",
 			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},

@@ -4,11 +4,14 @@
  * kernel with BPF has (fentry/fexit, LSM and kprobes are often refused):
  *  - tp_btf sched_process_{fork,exec,exit} keep the set of traced
  *    processes (map tracked) and report the process tree;
- *  - tp_btf sys_enter/sys_exit report file and socket operations with
- *    their results, dispatching on the syscall number. (Per-syscall
- *    tracepoints would skip unrelated syscalls, but each needs a perf
- *    event whose detach waits for an RCU grace period: 50 of them took
- *    2-3 s to detach. The raw pair detaches at once.);
+ *  - tp_btf sys_exit reports file and socket operations with their
+ *    results, and the DNS messages the tree sends, dispatching on the
+ *    syscall number. At exit the arguments and the memory they point to
+ *    are still there, so nothing hooks sys_enter: a program there cost
+ *    every syscall of the machine ~50 ns more. (Per-syscall tracepoints
+ *    would skip unrelated syscalls, but each needs a perf event whose
+ *    detach waits for an RCU grace period: 50 of them took 2-3 s to
+ *    detach. The raw tracepoint detaches at once.);
  *  - tp_btf sock_{send,recv}_length count bytes per peer.
  * Scope is decided in the kernel: a process is traced when its parent was
  * at fork, so a daemonised or re-parented grandchild stays traced, and a
@@ -592,8 +595,8 @@ static __always_inline int report_msg(struct proc_info *pi, long fd, __u64 umsg)
 
 #define A(i) SYSARG##i(regs)
 
-/* at_exit reports whether sys_exit reports this syscall. Both programs
- * test the number before any map lookup: they run for every syscall of
+/* at_exit reports whether sys_exit reports this syscall. It tests the
+ * number before any map lookup: the program runs for every syscall of
  * every process, and most are none of the hooked ones. */
 static __always_inline bool at_exit(long id)
 {
@@ -605,37 +608,10 @@ static __always_inline bool at_exit(long id)
 	case NR_chmod: case NR_fchmodat: case NR_fchmodat2: case NR_fchmod:
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
+	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg:
 		return true;
 	}
 	return false;
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
-{
-	if (id != NR_sendto && id != NR_write && id != NR_sendmsg && id != NR_sendmmsg)
-		return 0;
-	struct proc_info *pi = current_proc();
-	if (!pi)
-		return 0;
-	switch (id) {
-	/* DNS: what the tree sends to port 53, however it sends it. */
-	case NR_sendto:
-		return report_dns(pi, A(0), A(4), A(5), A(1), A(2));
-	case NR_write:
-		return report_dns(pi, A(0), 0, 0, A(1), A(2));
-	case NR_sendmsg:
-		return report_msg(pi, A(0), A(1));
-	case NR_sendmmsg: {
-		/* glibc sends the A and AAAA queries together with sendmmsg. */
-		__u64 fd = A(0), vec = A(1);
-		report_msg(pi, fd, vec);
-		if (A(2) > 1)
-			report_msg(pi, fd, vec + 64); /* sizeof(struct mmsghdr) */
-		return 0;
-	}
-	}
-	return 0;
 }
 
 /* report sends one file or socket operation with its result. */
@@ -723,6 +699,22 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case NR_accept:
 	case NR_accept4:
 		return report(EV_ACCEPT, A(0), 0, 0, 0, 0, 0);
+	/* DNS: what the tree sends to port 53, however it sends it. The
+	 * message is still in the sender's memory when the call returns. */
+	case NR_sendto:
+		return report_dns(pi, A(0), A(4), A(5), A(1), A(2));
+	case NR_write:
+		return report_dns(pi, A(0), 0, 0, A(1), A(2));
+	case NR_sendmsg:
+		return report_msg(pi, A(0), A(1));
+	case NR_sendmmsg: {
+		/* glibc sends the A and AAAA queries together with sendmmsg. */
+		__u64 fd = A(0), vec = A(1);
+		report_msg(pi, fd, vec);
+		if (A(2) > 1)
+			report_msg(pi, fd, vec + 64); /* sizeof(struct mmsghdr) */
+		return 0;
+	}
 	}
 #undef report
 	return 0;

@@ -137,7 +137,6 @@ const (
 	polygraphProgHandleFork       = "handle_fork"
 	polygraphProgHandleRecvLength = "handle_recv_length"
 	polygraphProgHandleSendLength = "handle_send_length"
-	polygraphProgSysEnter         = "sys_enter"
 	polygraphProgSysExit          = "sys_exit"
 	polygraphVarUnusedDns         = "_unused_dns"
 	polygraphVarUnusedExec        = "_unused_exec"
@@ -194,7 +193,6 @@ type polygraphProgramSpecs struct {
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
 	HandleRecvLength *ebpf.ProgramSpec `ebpf:"handle_recv_length"`
 	HandleSendLength *ebpf.ProgramSpec `ebpf:"handle_send_length"`
-	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
 }
 
@@ -279,7 +277,6 @@ type polygraphPrograms struct {
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
 	HandleRecvLength *ebpf.Program `ebpf:"handle_recv_length"`
 	HandleSendLength *ebpf.Program `ebpf:"handle_send_length"`
-	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
 	SysExit          *ebpf.Program `ebpf:"sys_exit"`
 }
 
@@ -290,7 +287,6 @@ func (p *polygraphPrograms) Close() error {
 		p.HandleFork,
 		p.HandleRecvLength,
 		p.HandleSendLength,
-		p.SysEnter,
 		p.SysExit,
 	)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,6 +147,21 @@ func (s *Sensor) noteUnavailable(f string) {
 		}
 	}
 	s.unavailable = append(s.unavailable, f)
+}
+
+// Hooks lists the tracepoints the sensor attaches its programs to (the
+// bench attaches empty programs to the same ones to measure the floor).
+func Hooks() ([]string, error) {
+	spec, err := loadPolygraph()
+	if err != nil {
+		return nil, err
+	}
+	var hooks []string
+	for _, ps := range spec.Programs {
+		hooks = append(hooks, strings.TrimPrefix(ps.SectionName, "tp_btf/"))
+	}
+	slices.Sort(hooks)
+	return hooks, nil
 }
 
 // attach attaches every loaded program to its hook. All are tp_btf
