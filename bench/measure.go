@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"os/exec"
@@ -106,6 +107,10 @@ func runOne(ctx context.Context, e *env, t *tracer, wl *workload, dir string) Sa
 			return s
 		}
 	}
+	// Every run starts with nothing left to write back: the previous
+	// run's output (a build writes tens of MB into its cache) would
+	// otherwise be flushed during this one, whatever tracer it has.
+	unix.Sync()
 	r := &run{e: e, wl: wl, dir: dir, result: filepath.Join(dir, "result.json"), log: filepath.Join(dir, "workload.log")}
 	if err := t.run(ctx, r, &s); err != nil {
 		s.Error = err.Error()
