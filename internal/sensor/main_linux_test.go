@@ -54,6 +54,8 @@ func TestMain(m *testing.M) {
 					c.Close()
 				}
 			}()
+			// Never wait for ever: the workload must end for the test to.
+			l.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
 			if c, err := l.Accept(); err == nil {
 				c.Close()
 			}

@@ -269,14 +269,19 @@ func (s *Sensor) attachTree(ctx context.Context, root int) error {
 			}
 		}
 	}
-	for len(s.Tracked()) > 0 {
+	for {
+		// A process listed above may have exited before it was tracked:
+		// its entry would never go.
+		s.Prune()
+		if len(s.Tracked()) == 0 {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return nil
 }
 
 // descendants returns root and every process below it, from /proc.

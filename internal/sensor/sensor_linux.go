@@ -1,6 +1,7 @@
 package sensor
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -203,6 +204,28 @@ func (s *Sensor) Track(pid uint32, imageNS uint64) error {
 		return fmt.Errorf("track pid %d: %w", pid, err)
 	}
 	return nil
+}
+
+// Prune forgets the traced pids whose process is gone (or a zombie). A
+// process that attach found and that exited before its entry was written
+// never gets the exit that removes the entry, and would keep the tree
+// "alive" for ever.
+func (s *Sensor) Prune() {
+	for _, pid := range s.Tracked() {
+		if processGone(pid) {
+			_ = s.tracked.Delete(pid)
+		}
+	}
+}
+
+// processGone reports whether pid has exited (no /proc entry, or a zombie).
+func processGone(pid uint32) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // Tracked returns the pids the kernel still counts as traced and alive.
