@@ -72,6 +72,7 @@ _Static_assert(sizeof(struct ev_dns) <= DATA_OFF, "ev_dns overlaps data");
 struct scratch {
 	__u8 b[SCRATCH_SIZE];
 	struct walk_state w;
+	__u64 nrec; /* records this CPU sent from the buffer */
 };
 
 /* events carries every record to user space. Its size is set by the
@@ -159,11 +160,10 @@ static __always_inline struct scratch *get_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
-static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts, __u64 image_ns)
+static __always_inline void fill_header(struct ev_header *h, struct task_struct *t, __u8 kind, __u64 ts, __u64 image_ns)
 {
 	/* Direct (BTF) loads: a probe-read helper call per field cost
 	 * 0.35 us of every record. */
-	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
 	h->kind = kind;
 	h->flags = 0;
@@ -182,6 +182,7 @@ static __always_inline void fill_header(struct ev_header *h, __u8 kind, __u64 ts
  * also drains the buffer on a short timer. Waking it for every record
  * cost a syscall per event, most of the sensor's user-space CPU. */
 #define WAKEUP_BYTES (256 << 10)
+#define WAKEUP_EVERY 64
 
 static __always_inline __u64 wakeup(void)
 {
@@ -193,7 +194,10 @@ static __always_inline void submit_scratch(struct scratch *s, __u32 data_len)
 	__u64 size = DATA_OFF + (data_len & 0x1FFFF);
 	if (size > SCRATCH_SIZE)
 		size = SCRATCH_SIZE;
-	if (bpf_ringbuf_output(&events, s->b, size, wakeup()))
+	/* Asking the ring how full it is costs a helper call and a read of
+	 * the line the reader writes: only every WAKEUP_EVERY records. */
+	__u64 flags = (++s->nrec & (WAKEUP_EVERY - 1)) ? BPF_RB_NO_WAKEUP : wakeup();
+	if (bpf_ringbuf_output(&events, s->b, size, flags))
 		count_lost(0);
 }
 
@@ -326,7 +330,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		count_lost(0);
 		return 0;
 	}
-	fill_header(&e->h, EV_FORK, now, pi->image_ns);
+	fill_header(&e->h, bpf_get_current_task_btf(), EV_FORK, now, pi->image_ns);
 	e->child_pid = cpid;
 	e->_pad0 = 0;
 	e->child_image_ns = now;
@@ -348,7 +352,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	pi->image_ns = now;
 	struct ev_exec *e = (void *)s->b;
 	__u8 flags = 0;
-	fill_header(&e->h, EV_EXEC, now, now);
+	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXEC, now, now);
 	e->uid = p->cred->uid.val;
 	e->_pad0 = 0;
 
@@ -403,7 +407,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		bpf_map_delete_elem(&tracked, &tgid);
 		return 0;
 	}
-	fill_header(&e->h, EV_EXIT, bpf_ktime_get_boot_ns(), pi->image_ns);
+	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXIT, bpf_ktime_get_boot_ns(), pi->image_ns);
 	if (pi->flags & PI_PEERS)
 		e->h.flags = EVF_PEERS;
 	int code = p->exit_code;
@@ -445,10 +449,10 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	if (!s)
 		return 0;
 
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
-	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
+	fill_header(&e->h, t, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->result = ret;
 	e->flags = v.flags;
 	e->mode = v.mode;
@@ -503,9 +507,9 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 	if (!s)
 		return 0;
 
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_sock *e = (void *)s->b;
-	fill_header(&e->h, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
+	fill_header(&e->h, t, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->result = ret;
 	e->fd = v.dfd;
 	e->proto = 0;
@@ -537,7 +541,7 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
  * process named one, else the socket's peer) is port 53. */
 static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
 {
-	struct task_struct *t = (void *)bpf_get_current_task();
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct sock *sk = fd_sock(t, fd);
 	if (!sk)
 		return 0;
@@ -559,7 +563,7 @@ static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr
 	if (!s)
 		return 0;
 	struct ev_dns *e = (void *)s->b;
-	fill_header(&e->h, EV_DNS, bpf_ktime_get_boot_ns(), pi->image_ns);
+	fill_header(&e->h, bpf_get_current_task_btf(), EV_DNS, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->proto = proto;
 	e->_pad0 = 0;
 	__u32 n;

@@ -121,6 +121,7 @@ type polygraphScratch struct {
 		Flags uint32
 		Pad   uint32
 	}
+	Nrec uint64
 }
 
 // Names of all BPF objects in the ELF.
