@@ -1,0 +1,330 @@
+// Package agent holds what polygraph knows about each AI coding agent, one
+// profile per agent: how to recognise its programs, the wrappers it runs
+// commands through, where it writes transcripts, where it keeps its
+// configuration and credentials, which files govern its sandbox and which
+// hosts serve its model API. Transcript discovery, correlation and the
+// policy defaults all read these profiles, so that adding an agent is one
+// profile file here (plus its transcript parser) rather than an edit in
+// every package that has to know agents.
+package agent
+
+import (
+	"cmp"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Profile is everything polygraph knows about one agent.
+type Profile struct {
+	// Name is the agent as transcripts and reports name it ("claude-code").
+	Name string
+	// Title is the agent's product name, for people.
+	Title string
+	// Generic marks the profile standing for agents polygraph knows by
+	// name only, whose transcripts (polygraph's plain JSONL, OTel) name
+	// their agent themselves.
+	Generic bool
+	// Formats are the transcript formats (transcript.Format values) the
+	// agent writes.
+	Formats []string
+	// Programs are the agent's program names: the base name of its
+	// executable, which is how detection tells its processes by name.
+	Programs []string
+	// Installs are path fragments found in the kernel-resolved path of the
+	// agent's executable, or of the script a runtime runs for it, wherever
+	// it is installed: the name of its package directory. They recognise
+	// the agent when argv[0] says nothing (/proc/self/exe, node, a
+	// versioned native binary).
+	Installs []string
+	// Wrappers are the shapes of the commands the agent's runtime runs
+	// around or beside a tool call's command.
+	Wrappers []Wrapper
+	// Transcripts are where the agent writes its transcripts.
+	Transcripts []Location
+	// ConfigDirs are the names of directories holding the agent's
+	// configuration wherever they appear: the home, the project, its
+	// parents.
+	ConfigDirs []string
+	// Tokens are words that mark a path component as the agent's own
+	// (~/.claude, /etc/codex, $TMPDIR/claude-0, gemini-shell-*); matched
+	// case-insensitively as substrings.
+	Tokens []string
+	// InstructionFiles are the per-project files the agent reads at
+	// start-up (instructions, ignore lists, tool servers).
+	InstructionFiles []string
+	// Credentials are the agent's own credentials and settings, which the
+	// agent reading is bookkeeping and anything else reading is a finding.
+	Credentials []File
+	// SandboxSettings are the files that govern the agent's safety:
+	// permissions, sandbox, hooks, approval policy. Writing them is
+	// tampering with the sandbox.
+	SandboxSettings []File
+	// Hosts are the hosts the agent talks to for its model, its sign-in
+	// and its telemetry.
+	Hosts []Host
+	// EndpointVars are the environment variables that point the agent at
+	// another model API (a gateway, a local model).
+	EndpointVars []string
+}
+
+// File is a path pattern in the policy's syntax: "~/" is the home, "**"
+// any depth, a pattern without "/" a base name anywhere, a leading "!"
+// exempts what it matches.
+type File struct {
+	Path string
+	// Clients are the programs for which opening the file is routine.
+	Clients []string
+	// Severity overrides the rule's severity ("" keeps it).
+	Severity string
+}
+
+// HostRole is what a host is to the agent.
+type HostRole int
+
+const (
+	// ModelAPI hosts answer the agent's model requests; its connections to
+	// them are its own model traffic.
+	ModelAPI HostRole = iota
+	// SignIn hosts log the agent in and refresh its tokens.
+	SignIn
+	// Telemetry hosts receive the agent's usage reports and feature flags.
+	Telemetry
+)
+
+// Host is one host the agent talks to.
+type Host struct {
+	// Name is a host name; "*" stands for one label of it.
+	Name string
+	Role HostRole
+	// Egress puts the host, on port 443, in the policy's default egress
+	// allowlist. Hosts a user has to set up themselves (a cloud gateway,
+	// a third-party router) are left for the user's policy to allow.
+	Egress bool
+}
+
+// registry holds the profiles, in All's order.
+var registry []*Profile
+
+// register adds a profile; each profile file calls it from init.
+func register(p *Profile) {
+	registry = append(registry, p)
+	slices.SortStableFunc(registry, func(a, b *Profile) int {
+		if a.Generic != b.Generic {
+			if a.Generic {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	index()
+}
+
+// All returns every profile: the named agents by name, then the generic
+// profile. Callers must not modify them.
+func All() []*Profile { return registry }
+
+// ByName returns the profile of the agent transcripts name so.
+func ByName(name string) (*Profile, bool) {
+	for _, p := range registry {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// ByFormat returns the profile of the agent that writes transcripts in
+// format.
+func ByFormat(format string) (*Profile, bool) {
+	for _, p := range registry {
+		if slices.Contains(p.Formats, format) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Lookup tables, built from the profiles as they register: correlation
+// asks them about every path an agent opens.
+var (
+	tokens           []string
+	configDirs       = map[string]bool{}
+	instructionFiles = map[string]bool{}
+)
+
+func index() {
+	tokens = nil
+	clear(configDirs)
+	clear(instructionFiles)
+	for _, p := range registry {
+		for _, t := range p.Tokens {
+			tokens = append(tokens, strings.ToLower(t))
+		}
+		for _, d := range p.ConfigDirs {
+			configDirs[d] = true
+		}
+		for _, f := range p.InstructionFiles {
+			instructionFiles[f] = true
+		}
+	}
+}
+
+// HasToken reports whether a path component names an agent: contains, in
+// any case, one of a profile's Tokens.
+func HasToken(component string) bool {
+	c := strings.ToLower(component)
+	for _, t := range tokens {
+		if strings.Contains(c, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsConfigDir reports whether name is the name of an agent's
+// configuration directory (".claude").
+func IsConfigDir(name string) bool { return configDirs[name] }
+
+// IsInstructionFile reports whether name is the base name of a file an
+// agent reads at start-up ("AGENTS.md").
+func IsInstructionFile(name string) bool { return instructionFiles[name] }
+
+// Executable returns the agent whose program path is, or, when path is a
+// runtime's, whose script argv names. path is the kernel-resolved path of
+// the executable, not argv[0], which a process may set to anything.
+func Executable(path string, argv []string) (*Profile, bool) {
+	cands := []string{path}
+	if len(argv) > 1 && filepath.IsAbs(argv[1]) {
+		cands = append(cands, argv[1])
+	}
+	for _, p := range registry {
+		for _, c := range cands {
+			for _, in := range p.Installs {
+				if strings.Contains(c, in) {
+					return p, true
+				}
+			}
+		}
+		if path != "" && slices.Contains(p.Programs, filepath.Base(path)) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Programs returns every profile's program names.
+func Programs() []string {
+	var out []string
+	for _, p := range registry {
+		out = append(out, p.Programs...)
+	}
+	return out
+}
+
+// ModelAPIHosts returns the names of the model API hosts of every
+// profile that name one host (no "*"). Correlation takes an agent's
+// connections to them, their subdomains and their "<region>-" forms for
+// its model traffic.
+func ModelAPIHosts() []string {
+	var out []string
+	for _, p := range registry {
+		for _, h := range p.Hosts {
+			if h.Role == ModelAPI && !strings.Contains(h.Name, "*") {
+				out = append(out, h.Name)
+			}
+		}
+	}
+	return out
+}
+
+// EgressHosts returns the "host:443" entries of every profile's hosts
+// that belong in the default egress allowlist.
+func EgressHosts() []string {
+	var out []string
+	for _, p := range registry {
+		for _, h := range p.Hosts {
+			if h.Egress {
+				out = append(out, h.Name+":443")
+			}
+		}
+	}
+	return out
+}
+
+// EndpointVars returns every profile's EndpointVars.
+func EndpointVars() []string {
+	var out []string
+	for _, p := range registry {
+		out = append(out, p.EndpointVars...)
+	}
+	return out
+}
+
+// CredentialFiles returns every profile's Credentials, the exemptions
+// first so that the list reads as the policy applies it.
+func CredentialFiles() []File { return excludesFirst(func(p *Profile) []File { return p.Credentials }) }
+
+// SandboxSettingsFiles returns every profile's SandboxSettings.
+func SandboxSettingsFiles() []File {
+	return excludesFirst(func(p *Profile) []File { return p.SandboxSettings })
+}
+
+func excludesFirst(files func(*Profile) []File) []File {
+	var ex, in []File
+	for _, p := range registry {
+		for _, f := range files(p) {
+			if strings.HasPrefix(f.Path, "!") {
+				ex = append(ex, f)
+			} else {
+				in = append(in, f)
+			}
+		}
+	}
+	return append(ex, in...)
+}
+
+// Location is a place an agent writes transcripts: files matching Globs
+// below any of Roots.
+type Location struct {
+	// Roots are directories, "~/…" below the home or "$VAR/…" below an
+	// environment variable's value (skipped when it is unset).
+	Roots []string
+	// Globs are patterns (filepath.Match) of paths below a root; one
+	// starting with "**/" matches the base name of a file at any depth.
+	Globs []string
+}
+
+// Dirs returns l's roots for home, with getenv resolving "$VAR" (nil:
+// os.Getenv), without duplicates.
+func (l Location) Dirs(home string, getenv func(string) string) []string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var out []string
+	for _, r := range l.Roots {
+		var d string
+		switch {
+		case r == "~" || strings.HasPrefix(r, "~/"):
+			if home == "" {
+				continue
+			}
+			d = filepath.Join(home, strings.TrimPrefix(r, "~"))
+		case strings.HasPrefix(r, "$"):
+			name, rest, _ := strings.Cut(r[1:], "/")
+			v := getenv(name)
+			if v == "" {
+				continue
+			}
+			d = filepath.Join(v, rest)
+		default:
+			d = filepath.Clean(r)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
