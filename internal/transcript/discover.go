@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
 )
 
 // Found is one transcript file discovery turned up.
@@ -33,9 +35,10 @@ type Found struct {
 const discoverSlack = 2 * time.Minute
 
 // Discover finds the transcripts agents wrote under home while working in
-// cwd between from and to: Claude Code's ~/.claude/projects/*/ (with
-// subagent files), Codex's $CODEX_HOME or ~/.codex/sessions/YYYY/MM/DD/, and
-// Gemini CLI's ~/.gemini/tmp/*/chats/. A file matches when its recorded
+// cwd between from and to, where their profiles (agent.Profile.Transcripts)
+// say they write them: Claude Code's ~/.claude/projects/*/ (with subagent
+// files), Codex's $CODEX_HOME or ~/.codex/sessions/YYYY/MM/DD/, Gemini
+// CLI's ~/.gemini/tmp/*/chats/. A file matches when its recorded
 // working directory is cwd or below it (Gemini: its project directory is
 // cwd's) and its first-to-last timestamps overlap [from, to]. A zero from or
 // to leaves that side open; an empty cwd matches any.
@@ -45,37 +48,10 @@ func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
 	}
 	cwd = cleanDir(cwd)
 	var cands []string
-	claudeGlobs := []string{
-		filepath.Join(home, ".claude", "projects", "*", "*.jsonl"),
-		filepath.Join(home, ".claude", "projects", "*", "*", "subagents", "*.jsonl"),
-	}
-	for _, g := range claudeGlobs {
-		m, _ := filepath.Glob(g)
-		cands = append(cands, m...)
-	}
-	codexRoots := []string{filepath.Join(home, ".codex", "sessions")}
-	if ch := os.Getenv("CODEX_HOME"); ch != "" {
-		codexRoots = append(codexRoots, filepath.Join(ch, "sessions"))
-	}
-	for _, root := range uniqueStrings(codexRoots...) {
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if !d.IsDir() && strings.HasPrefix(d.Name(), "rollout-") && strings.HasSuffix(d.Name(), ".jsonl") {
-				cands = append(cands, p)
-			}
-			return nil
-		})
-	}
-	geminiGlobs := []string{
-		filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.json"),
-		filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"),
-		filepath.Join(home, ".gemini", "tmp", "*", "chats", "*", "*.jsonl"),
-	}
-	for _, g := range geminiGlobs {
-		m, _ := filepath.Glob(g)
-		cands = append(cands, m...)
+	for _, prof := range agent.All() {
+		for _, loc := range prof.Transcripts {
+			cands = append(cands, locate(home, loc)...)
+		}
 	}
 
 	var out []Found
@@ -104,6 +80,30 @@ func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
 	}
 	slices.SortStableFunc(out, func(a, b Found) int { return a.FirstAt.Compare(b.FirstAt) })
 	return out, nil
+}
+
+// locate returns the files below loc's roots that its globs match.
+func locate(home string, loc agent.Location) []string {
+	var out []string
+	for _, root := range loc.Dirs(home, nil) {
+		for _, g := range loc.Globs {
+			if name, ok := strings.CutPrefix(g, "**/"); ok {
+				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err != nil {
+						return nil
+					}
+					if m, _ := filepath.Match(name, d.Name()); m && !d.IsDir() {
+						out = append(out, p)
+					}
+					return nil
+				})
+				continue
+			}
+			m, _ := filepath.Glob(filepath.Join(root, g))
+			out = append(out, m...)
+		}
+	}
+	return out
 }
 
 func cleanDir(d string) string {

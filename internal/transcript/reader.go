@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
 )
 
 // Entry is one item from Reader.Next: exactly one of ToolCall and Claim is set.
@@ -441,14 +443,11 @@ func newBuilder(src string, opts Options, format Format, keep bool) *builder {
 	}
 }
 
+// agentFor names the agent whose profile lists format; "" for the
+// generic formats, whose files name their agent themselves.
 func agentFor(f Format) string {
-	switch f {
-	case FormatClaudeCode, FormatClaudeStream:
-		return "claude-code"
-	case FormatCodex:
-		return "codex"
-	case FormatGeminiJSON, FormatGeminiJSONL, FormatGeminiLogs:
-		return "gemini"
+	if p, ok := agent.ByFormat(string(f)); ok && !p.Generic {
+		return p.Name
 	}
 	return ""
 }
