@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
 )
 
@@ -24,20 +25,15 @@ func execRole(e *event.Event, rootArgv []string) (role, string) {
 	if len(argv) == 0 {
 		return roleOther, ""
 	}
-	for _, a := range argv {
-		if a == "--codex-run-as-process-setup" {
-			return roleTransparent, "sandbox-setup"
+	script := strings.TrimSpace(scriptOf(argv))
+	if w, ok := agent.Runtime(argv, script); ok {
+		if w.Role == agent.Transparent {
+			return roleTransparent, w.Name
 		}
+		return roleHelper, w.Name
 	}
-	if script := strings.TrimSpace(scriptOf(argv)); script != "" {
-		switch {
-		case strings.Contains(script, "# Snapshot file"):
-			return roleHelper, "shell-snapshot" // Claude Code's and Codex's shell snapshot writers
-		case strings.HasPrefix(script, "set -e; . ") && (strings.Contains(script, "shell_snapshots") || strings.Contains(script, "shell-snapshots")):
-			return roleHelper, "shell-snapshot" // Codex validating a snapshot
-		case strings.Contains(script, "__CODEX_SNAPSHOT_OVERRIDE"):
-			return roleTransparent, "snapshot-wrapper" // sources the snapshot, then execs the command
-		case script == "env" || script == "printenv" || script == "locale":
+	if script != "" {
+		if script == "env" || script == "printenv" || script == "locale" {
 			return roleHelper, "env-probe"
 		}
 		if w, ok := shellWords(script); ok && (len(w) == 2 && (w[0] == "which" || w[0] == "type") || len(w) == 3 && w[0] == "command" && w[1] == "-v") {
@@ -179,30 +175,10 @@ func processRole(p *process, rootArgv []string) (role, string) {
 	return r, detail
 }
 
-// agentTokens are words that mark a path component as the agent's own
-// (~/.claude, /etc/codex, $TMPDIR/claude-0, gemini-shell-*).
-var agentTokens = []string{"claude", "codex", "gemini", "anthropic", "openai", "cc-socks"}
-
-func hasAgentToken(comp string) bool {
-	c := strings.ToLower(comp)
-	for _, t := range agentTokens {
-		if strings.Contains(c, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// instructionFiles are the per-project files agents read at start-up.
-var instructionFiles = map[string]bool{
-	"CLAUDE.md": true, "CLAUDE.local.md": true, "AGENTS.md": true, "AGENTS.override.md": true,
-	"GEMINI.md": true, ".mcp.json": true, ".geminiignore": true, ".claudeignore": true,
-	".gitignore": true, ".ignore": true, ".rgignore": true,
-}
-
-// agentDirNames are directories holding an agent's configuration wherever
-// they appear (the home, the project, its parents).
-var agentDirNames = map[string]bool{".claude": true, ".codex": true, ".gemini": true, ".agents": true}
+// hasAgentToken reports whether a path component names an agent
+// (~/.claude, /etc/codex, $TMPDIR/claude-0, gemini-shell-*): the agent
+// profiles' tokens.
+func hasAgentToken(comp string) bool { return agent.HasToken(comp) }
 
 // homeConfig are dotfiles in the home directory runtimes and shells read.
 var homeConfig = map[string]bool{
@@ -276,15 +252,15 @@ func (v *env) classify(path string, write bool) string {
 	}
 	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for _, c := range comps[:len(comps)-1] {
-		if agentDirNames[c] {
+		if agent.IsConfigDir(c) {
 			return "agent-config"
 		}
 	}
 	base := comps[len(comps)-1]
-	if agentDirNames[base] && !write {
+	if agent.IsConfigDir(base) && !write {
 		return "agent-config"
 	}
-	if instructionFiles[base] && !write {
+	if agent.IsInstructionFile(base) && !write {
 		return "instructions"
 	}
 	if !write {

@@ -7,22 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
 )
 
-// KnownAPIHosts are the model API hosts of the agents polygraph knows. A
-// name matches itself and its subdomains (and, for Vertex AI, its regional
-// "<region>-aiplatform" names).
-var KnownAPIHosts = []string{
-	"api.anthropic.com",
-	"api.openai.com",
-	"chatgpt.com", // Codex signed in with ChatGPT: /backend-api/codex
-	"generativelanguage.googleapis.com",
-	"cloudcode-pa.googleapis.com", // Gemini CLI signed in with Google
-	"aiplatform.googleapis.com",
-	"openai.azure.com",
-	"openrouter.ai",
-}
+// KnownAPIHosts are the model API hosts of the agents polygraph knows,
+// from their profiles (agent.ModelAPIHosts). A name matches itself and its
+// subdomains (and, for Vertex AI, its regional "<region>-aiplatform"
+// names).
+var KnownAPIHosts = agent.ModelAPIHosts()
 
 // apiSet recognises the agent's model API endpoints.
 type apiSet struct {
