@@ -1,23 +1,19 @@
 package policy
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
+)
 
 // The built-in lists. A policy file extends them unless it says
 // `defaults: false`. docs/policy.md describes each.
 
 // DefaultModelAPIs are the model vendors' API, sign-in and telemetry hosts
-// the agents polygraph knows talk to.
-var DefaultModelAPIs = []string{
-	// Anthropic (Claude Code)
-	"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "statsig.anthropic.com:443",
-	// OpenAI (Codex CLI)
-	"api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443", "ab.chatgpt.com:443",
-	// Google (Gemini CLI)
-	"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
-	"aiplatform.googleapis.com:443", "*-aiplatform.googleapis.com:443", "play.googleapis.com:443",
-	// Amazon Bedrock
-	"bedrock-runtime.*.amazonaws.com:443",
-}
+// the agents polygraph knows talk to: the hosts their profiles mark for
+// the egress allowlist, on port 443.
+var DefaultModelAPIs = agent.EgressHosts()
 
 // DefaultRegistries are the package registries and mirrors package managers
 // are expected to reach.
@@ -103,45 +99,23 @@ var DefaultSensitivePaths = []PathRule{
 	{Path: ".npmrc", Clients: npmClients, Severity: "medium"},
 }
 
-// DefaultAgentConfigPaths are the agents' own credentials and settings.
-// The agent itself reading them is bookkeeping; anything else is a finding.
-var DefaultAgentConfigPaths = []PathRule{
-	{Path: "!~/.claude/shell-snapshots/**"},
-	{Path: "!~/.codex/shell_snapshots/**"},
-	{Path: "~/.claude/.credentials.json", Clients: []string{"claude"}},
-	{Path: "~/.claude.json", Clients: []string{"claude"}},
-	{Path: "~/.claude.json.backup*", Clients: []string{"claude"}},
-	{Path: "~/.claude/**", Clients: []string{"claude"}, Severity: "medium"},
-	{Path: "~/.codex/auth.json", Clients: []string{"codex"}},
-	{Path: "~/.codex/**", Clients: []string{"codex"}, Severity: "medium"},
-	{Path: "~/.gemini/oauth_creds.json", Clients: []string{"gemini"}},
-	{Path: "~/.gemini/google_accounts.json", Clients: []string{"gemini"}},
-	{Path: "~/.gemini/.env", Clients: []string{"gemini"}},
-	{Path: "~/.gemini/**", Clients: []string{"gemini"}, Severity: "medium"},
-	{Path: "~/.config/github-copilot/**", Clients: []string{"copilot", "code", "node"}},
-	{Path: "~/.local/share/opencode/auth.json", Clients: []string{"opencode"}},
-	{Path: "~/.config/opencode/**", Clients: []string{"opencode"}, Severity: "medium"},
-	{Path: "~/.cursor/**", Clients: []string{"cursor*"}, Severity: "medium"},
-}
+// DefaultAgentConfigPaths are the agents' own credentials and settings,
+// from their profiles. The agent itself reading them is bookkeeping;
+// anything else is a finding.
+var DefaultAgentConfigPaths = pathRules(agent.CredentialFiles())
 
-// DefaultTamperPaths are the agents' safety settings: permissions,
-// sandbox, hooks, approval policy. Global (per-user) files rank above
-// project files.
-var DefaultTamperPaths = []PathRule{
-	{Path: "~/.claude/settings.json", Clients: []string{"claude"}, Severity: "high"},
-	{Path: "~/.claude/settings.local.json", Clients: []string{"claude"}, Severity: "high"},
-	{Path: "~/.claude.json", Clients: []string{"claude"}, Severity: "high"},
-	{Path: "/etc/claude-code/managed-settings.json", Severity: "high"},
-	{Path: ".claude/settings.json", Clients: []string{"claude"}, Severity: "medium"},
-	{Path: ".claude/settings.local.json", Clients: []string{"claude"}, Severity: "medium"},
-	{Path: "~/.codex/config.toml", Clients: []string{"codex"}, Severity: "high"},
-	{Path: "/etc/codex/**", Severity: "high"},
-	{Path: ".codex/config.toml", Clients: []string{"codex"}, Severity: "medium"},
-	{Path: "~/.gemini/settings.json", Clients: []string{"gemini"}, Severity: "high"},
-	{Path: "~/.gemini/.env", Clients: []string{"gemini"}, Severity: "high"},
-	{Path: "/etc/gemini-cli/**", Severity: "high"},
-	{Path: ".gemini/settings.json", Clients: []string{"gemini"}, Severity: "medium"},
-	{Path: ".gemini/.env", Clients: []string{"gemini"}, Severity: "medium"},
+// DefaultTamperPaths are the agents' safety settings (permissions,
+// sandbox, hooks, approval policy), from their profiles' SandboxSettings.
+// Global (per-user) files rank above project files.
+var DefaultTamperPaths = pathRules(agent.SandboxSettingsFiles())
+
+// pathRules turns profile files into policy path rules.
+func pathRules(files []agent.File) []PathRule {
+	out := make([]PathRule, 0, len(files))
+	for _, f := range files {
+		out = append(out, PathRule{Path: f.Path, Clients: slices.Clone(f.Clients), Severity: f.Severity})
+	}
+	return out
 }
 
 // DefaultNoisePaths are written in the course of ordinary work: temporary
@@ -221,10 +195,11 @@ var DefaultArtifacts = []string{
 	"*.gem", "*.tgz", "*.whl", "*.tar.gz", "*.crate", "*.nupkg", "*.vsix",
 }
 
-// DefaultAgentPrograms are the agents' program names. Without a
+// DefaultAgentPrograms are the agents' program names, from their
+// profiles. Without a
 // transcript, the traced command's own process and the processes of these
 // programs it starts stand in for the agent.
-var DefaultAgentPrograms = []string{"claude", "codex", "gemini", "opencode", "aider", "cursor-agent", "copilot", "goose", "amp"}
+var DefaultAgentPrograms = agent.Programs()
 
 // DefaultThresholds are the built-in thresholds.
 var DefaultThresholds = Thresholds{

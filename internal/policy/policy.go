@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/polygraph/polygraph/internal/agent"
 )
 
 // Sentinel errors callers test with errors.Is.
@@ -398,9 +400,8 @@ func (p *Policy) AllowURL(raw string) error {
 }
 
 // AgentEndpointVars are the environment variables that point an agent at
-// its model API.
-var AgentEndpointVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",
-	"OPENAI_BASE_URL", "OPENAI_API_BASE", "GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"}
+// its model API, from the agent profiles.
+var AgentEndpointVars = agent.EndpointVars()
 
 // AllowAgentEndpoints allows the model endpoints named by AgentEndpointVars
 // in env (KEY=VALUE pairs, as os.Environ gives them): the endpoint an agent
