@@ -246,12 +246,11 @@ func TestLocationDirs(t *testing.T) {
 }
 
 func TestHostLists(t *testing.T) {
-	api := ModelAPIHosts()
-	for _, h := range []string{"api.anthropic.com", "api.openai.com", "chatgpt.com", "generativelanguage.googleapis.com",
-		"cloudcode-pa.googleapis.com", "aiplatform.googleapis.com", "openai.azure.com", "openrouter.ai"} {
-		if !slices.Contains(api, h) {
-			t.Errorf("ModelAPIHosts lacks %s", h)
-		}
+	// Exactly the list correlate's KnownAPIHosts held before the profiles.
+	api := slices.Sorted(slices.Values(ModelAPIHosts()))
+	if want := []string{"aiplatform.googleapis.com", "api.anthropic.com", "api.openai.com", "chatgpt.com",
+		"cloudcode-pa.googleapis.com", "generativelanguage.googleapis.com", "openai.azure.com", "openrouter.ai"}; !slices.Equal(api, want) {
+		t.Errorf("ModelAPIHosts = %q, want %q", api, want)
 	}
 	for _, h := range api {
 		if strings.Contains(h, "*") {

@@ -203,7 +203,7 @@ var devWrites = []string{"/dev/null", "/dev/tty", "/dev/pts/", "/dev/shm/", "/de
 type env struct {
 	home, cwd  string
 	transcript string
-	agentDirs  []string // the agent's data directories (from the transcript's location and Options)
+	agentDirs  []string // the agent's data directories (from the transcript's location)
 	install    []string // where the agent's own code lives
 
 	// memo holds bookkeeping's answers, for reads [0] and writes [1]:

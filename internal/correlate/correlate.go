@@ -32,11 +32,9 @@ type Options struct {
 	// addresses. Without any, and when the agent's own processes reach no
 	// known API host, the peer it exchanged the most bytes with among those
 	// it connected to before its first tool call is taken for the API.
+	// polygraph's own report gives none: a session does not record the
+	// variables (agent.EndpointVars) that would name them.
 	APIEndpoints []string
-	// AgentDirs are more directories holding the agent's own files (a
-	// CODEX_HOME or CLAUDE_CONFIG_DIR outside the home directory). The
-	// transcript's own tree is found without help.
-	AgentDirs []string
 }
 
 func (o Options) slack() time.Duration {
@@ -127,7 +125,7 @@ func Attribute(events []*event.Event, tr *transcript.Transcript, meta session.Me
 	a.calls = a.buildCalls(tr)
 	a.index()
 	a.decideAll()
-	a.env = a.buildEnv(tr, opts)
+	a.env = a.buildEnv(tr)
 	a.api = newAPISet(opts.APIEndpoints)
 	core := a.coreEvents(a.tree.peers) // all learnDNS and learnDominant look at
 	a.api.learnDNS(core)
@@ -558,7 +556,7 @@ func (a *attributor) matchSearch(p *process) *callInfo {
 }
 
 // buildEnv gathers where the agent keeps its files.
-func (a *attributor) buildEnv(tr *transcript.Transcript, opts Options) *env {
+func (a *attributor) buildEnv(tr *transcript.Transcript) *env {
 	v := &env{home: cleanAbs(a.meta.Home), cwd: cleanAbs(a.meta.Cwd)}
 	if tr != nil {
 		v.transcript = cleanAbs(tr.Path)
@@ -567,11 +565,6 @@ func (a *attributor) buildEnv(tr *transcript.Transcript, opts Options) *env {
 		}
 		if v.cwd == "" {
 			v.cwd = cleanAbs(tr.Cwd)
-		}
-	}
-	for _, d := range opts.AgentDirs {
-		if d = cleanAbs(d); d != "" {
-			v.agentDirs = appendNew(v.agentDirs, d)
 		}
 	}
 	var execs []*event.Event
