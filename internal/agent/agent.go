@@ -6,6 +6,12 @@
 // policy defaults all read these profiles, so that adding an agent is one
 // profile file here (plus its transcript parser) rather than an edit in
 // every package that has to know agents.
+//
+// Adding an agent: a file here whose init registers its Profile (Formats
+// naming the transcript formats its parser reads), and the parser in
+// internal/transcript. Discovery, correlation's bookkeeping, the policy's
+// egress, agent-config, sandbox-tamper and agent-program defaults follow
+// from the profile.
 package agent
 
 import (
@@ -153,13 +159,20 @@ var (
 	tokens           []string
 	configDirs       = map[string]bool{}
 	instructionFiles = map[string]bool{}
+	transcriptDirs   = map[string]bool{} // the base names of the transcript roots
 )
 
 func index() {
 	tokens = nil
 	clear(configDirs)
 	clear(instructionFiles)
+	clear(transcriptDirs)
 	for _, p := range registry {
+		for _, l := range p.Transcripts {
+			for _, r := range l.Roots {
+				transcriptDirs[filepath.Base(r)] = true
+			}
+		}
 		for _, t := range p.Tokens {
 			tokens = append(tokens, strings.ToLower(t))
 		}
@@ -191,6 +204,24 @@ func IsConfigDir(name string) bool { return configDirs[name] }
 // IsInstructionFile reports whether name is the base name of a file an
 // agent reads at start-up ("AGENTS.md").
 func IsInstructionFile(name string) bool { return instructionFiles[name] }
+
+// DataDir returns the agent's data directory a transcript at path lies
+// in: the parent of the transcript root it is below (~/.claude for
+// ~/.claude/projects/…, $CODEX_HOME for $CODEX_HOME/sessions/…) when that
+// parent's name carries an agent token; "" otherwise.
+func DataDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	for d := filepath.Dir(path); d != "/" && d != "."; d = filepath.Dir(d) {
+		if transcriptDirs[filepath.Base(d)] {
+			if parent := filepath.Dir(d); HasToken(filepath.Base(parent)) {
+				return parent
+			}
+		}
+	}
+	return ""
+}
 
 // Executable returns the agent whose program path is, or, when path is a
 // runtime's, whose script argv names. path is the kernel-resolved path of

@@ -162,6 +162,22 @@ func TestPathLookups(t *testing.T) {
 	}
 }
 
+func TestDataDir(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"/home/u/.claude/projects/-work-app/c0de.jsonl", "/home/u/.claude"},
+		{"/home/u/.claude/projects/-work-app/c0de/subagents/agent-1.jsonl", "/home/u/.claude"},
+		{"/srv/codex/sessions/2025/10/02/rollout-1.jsonl", "/srv/codex"},
+		{"/home/u/.gemini/tmp/abc/chats/session-1.json", "/home/u/.gemini"},
+		{"/home/u/work/sessions/t.jsonl", ""}, // "work" names no agent
+		{"/tmp/transcript.jsonl", ""},
+		{"", ""},
+	} {
+		if got := DataDir(c.path); got != c.want {
+			t.Errorf("DataDir(%s) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
 // TestExecutable recognises the agents from the exec paths the recorded
 // sessions (internal/correlate/testdata) hold, whatever argv[0] says.
 func TestExecutable(t *testing.T) {
