@@ -729,16 +729,16 @@ func (a *attributor) attribute(e *event.Event, im *image, at *Attribution, r res
 		a.record(o.call, e, im, path, path2, at.AfterReturn)
 	case ownHelper:
 		switch {
-		case isNetwork(e.Kind):
+		case e.Kind.IsNetwork():
 			a.network(e, im, at, false)
 		default:
 			at.Reason, at.Detail = ReasonAgentBookkeeping, o.detail
 		}
 	case ownCore:
 		switch {
-		case isNetwork(e.Kind):
+		case e.Kind.IsNetwork():
 			a.network(e, im, at, true)
-		case isFile(e.Kind):
+		case e.Kind.IsFile():
 			if ci := a.inProcess(e, path, rest, path2, rest2); ci != nil {
 				at.Reason, at.ToolCallID, at.Detail = ReasonInProcess, ci.tc.ID, "path"
 				a.record(ci, e, im, path, path2, false)
@@ -751,7 +751,7 @@ func (a *attributor) attribute(e *event.Event, im *image, at *Attribution, r res
 			case e.Kind == event.KindLink:
 				d = a.env.bookkeeping(path2, true) // the new name; the target is only text
 			default:
-				d = a.env.bookkeeping(path, isWrite(e))
+				d = a.env.bookkeeping(path, e.IsWrite())
 				if e.Kind == event.KindRename && path2 != "" && a.env.bookkeeping(path2, true) == "" {
 					d = "" // moved out of the agent's files, or in from elsewhere
 				}
@@ -867,7 +867,7 @@ func (a *attributor) inProcess(e *event.Event, path, rest, path2, rest2 string) 
 	var best *callInfo
 	bestScore, bestStrict := 0, false
 	for _, ci := range a.callsAt(e.TS) {
-		write := isWrite(e)
+		write := e.IsWrite()
 		s := ci.paths.score(path, rest, write)
 		if s2 := ci.paths.score(path2, rest2, write); s2 > s {
 			s = s2
@@ -981,7 +981,7 @@ func (a *attributor) record(ci *callInfo, e *event.Event, im *image, path, path2
 		if e.Failed() {
 			break
 		}
-		if isWrite(e) {
+		if e.IsWrite() {
 			addW(path)
 		} else if path != "" && !ci.seenRead[path] {
 			ci.seenRead[path] = true
@@ -1140,35 +1140,6 @@ func (t *fdTable) get(pid uint32, fd int64) string {
 	return f.high[fd]
 }
 
-func isNetwork(k event.Kind) bool {
-	switch k {
-	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet:
-		return true
-	}
-	return false
-}
-
-func isFile(k event.Kind) bool {
-	switch k {
-	case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink:
-		return true
-	}
-	return false
-}
-
-// isWrite reports whether a file event changes (or tries to change) the
-// file system. A mkdir that found the directory there (mkdir -p walking
-// down an existing path) changes nothing.
-func isWrite(e *event.Event) bool {
-	if e.Kind == event.KindMkdir && e.Result != nil && *e.Result == -int64(unixEEXIST) {
-		return false
-	}
-	if e.Kind != event.KindOpen {
-		return true
-	}
-	return strings.Contains(e.Access, "write") || strings.Contains(e.Access, "create")
-}
-
 // wordPath reports whether a word of a shell command, resolved to p, may
 // name a file the agent checks before running the command. Options, the
 // working directory, the home and device or kernel files do not.
@@ -1184,11 +1155,9 @@ func wordPath(w, p, cwd, home string) bool {
 	return true
 }
 
-// Linux values the events carry, whatever the platform reading them.
-const (
-	unixEEXIST   = 17       // EEXIST
-	unixOTMPFILE = 0x400000 // __O_TMPFILE (x86, arm64)
-)
+// unixOTMPFILE is a Linux value the events carry, whatever the platform
+// reading them.
+const unixOTMPFILE = 0x400000 // __O_TMPFILE (x86, arm64)
 
 // resolve makes p absolute against cwd, expanding a leading ~.
 func resolve(p, cwd, home string) string {
