@@ -2,13 +2,12 @@ package correlate
 
 import (
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/fdpath"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -153,7 +152,6 @@ type attributor struct {
 	env      *env
 	api      *apiSet
 	rootArgv []string
-	fds      fdTable // from successful opens
 	res      *Result
 
 	// closedEnd[i] is the latest widened end (until) among the closed
@@ -164,11 +162,9 @@ type attributor struct {
 	openAt    []int
 
 	// runs are the events' images; forks are the indexes of the fork
-	// events, ascending; resolved holds the paths of the events that name
-	// a path relative to an fd (resolve), by index. scan fills them.
-	runs     []run
-	forks    []int32
-	resolved map[int32]resolution
+	// events, ascending. scan fills them.
+	runs  []run
+	forks []int32
 
 	counts [len(reasons)]int // the verdicts by reason
 	listed int               // the events to list as unattributed
@@ -616,16 +612,14 @@ func (a *attributor) coreEvents(evs []*event.Event) []*event.Event {
 }
 
 // scan walks the events once: it builds the image tree and fills in, for
-// every event, what its attribution owes nothing to who acted: its seq,
-// the path it resolves to (from the fds its process had open then), the
-// verdict "unattributed" that stands unless someone is found. Most events
+// every event, what its attribution owes nothing to who acted: its seq and
+// the verdict "unattributed" that stands unless someone is found. Most events
 // of a session without a transcript need nothing more, and the second
 // walk need not read them again. It reports false, having stopped, at an
 // event out of seq order.
 func (a *attributor) scan(evs []*event.Event) bool {
 	a.tree = newTree()
-	a.runs, a.forks, a.resolved = nil, nil, map[int32]resolution{}
-	a.fds = fdTable{byPID: map[uint32]*pidFDs{}}
+	a.runs, a.forks = nil, nil
 	a.res.Attributions = make([]Attribution, len(evs))
 	for i, e := range evs {
 		if i > 0 && e.Seq < evs[i-1].Seq {
@@ -637,20 +631,8 @@ func (a *attributor) scan(evs []*event.Event) bool {
 		if e.Kind == event.KindFork {
 			a.forks = append(a.forks, int32(i))
 		}
-		r := resolution{path: e.Path, path2: e.Path2}
-		if relative(e.Path) || relative(e.Path2) {
-			r.path, r.rest = a.resolve(e, e.Path)
-			r.path2, r.rest2 = a.resolve(e, e.Path2)
-			a.resolved[int32(i)] = r
-		}
 		at := &a.res.Attributions[i]
 		at.Seq, at.Reason = e.Seq, ReasonUnattributed
-		if r.path != e.Path && r.path != "" {
-			at.ResolvedPath = r.path
-		}
-		if e.Kind == event.KindOpen && !e.Failed() && e.Result != nil {
-			a.fds.set(e.PID, *e.Result, r.path)
-		}
 	}
 	a.tree.link()
 	return true
@@ -687,25 +669,38 @@ func (a *attributor) attributeAll(evs []*event.Event) {
 			a.tally(at)
 			continue
 		}
-		a.attribute(e, im, at, a.resolution(int32(i), e))
+		a.attribute(e, im, at, pathsOf(e))
 	}
 }
 
-// resolution is an event's paths as resolve gave them.
+// resolution is an event's paths for matching. A path named through a
+// descriptor the session never saw opened (fdpath left it as it was)
+// has only its tail: path is "" and rest what follows the fd directory,
+// which matches a call's file by suffix.
 type resolution struct {
 	path, rest, path2, rest2 string
 }
 
-// resolution returns the resolution of events[i], e.
-func (a *attributor) resolution(i int32, e *event.Event) resolution {
-	if r, ok := a.resolved[i]; ok {
-		return r
+// pathsOf returns e's paths for matching.
+func pathsOf(e *event.Event) resolution {
+	var r resolution
+	r.path, r.rest = unresolved(e, e.Path)
+	r.path2, r.rest2 = unresolved(e, e.Path2)
+	return r
+}
+
+// unresolved splits p, a path of e, when it is still named through a
+// descriptor: "" and the rest after the fd. The descriptor itself
+// (/dev/fd/1: a device, not a path) stays p.
+func unresolved(e *event.Event, p string) (string, string) {
+	if _, rest, ok := fdpath.Split(p, e.PID); ok && rest != "" {
+		return "", rest
 	}
-	return resolution{path: e.Path, path2: e.Path2} // resolve leaves other paths as they are
+	return p, ""
 }
 
 // attribute decides one event, of image im (nil for none), whose paths
-// resolve to r, into at (as scan left it).
+// are r (pathsOf), into at (as scan left it).
 func (a *attributor) attribute(e *event.Event, im *image, at *Attribution, r resolution) {
 	path, rest, path2, rest2 := r.path, r.rest, r.path2, r.rest2
 	var o owner
@@ -1008,136 +1003,6 @@ func (a *attributor) record(ci *callInfo, e *event.Event, im *image, path, path2
 			act.DNS = append(act.DNS, q)
 		}
 	}
-}
-
-// resolve turns /proc/self/fd/N/… (how Bun names files relative to a
-// directory it holds open) into the path of that directory, from the
-// process's earlier opens. When the directory is unknown it returns "" and
-// the part after the fd.
-func (a *attributor) resolve(e *event.Event, p string) (string, string) {
-	if p == "" {
-		return "", ""
-	}
-	tail, ok := fdTail(p, e.PID)
-	if !ok {
-		return p, "" // relative(p) is false for these
-	}
-	num, rest, _ := strings.Cut(tail, "/")
-	fd, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || rest == "" {
-		return p, "" // the fd itself (/dev/fd/1): a device, not a path
-	}
-	if dir := a.fds.get(e.PID, fd); dir != "" {
-		return filepath.Join(dir, rest), ""
-	}
-	return "", rest
-}
-
-// relative reports whether resolve may change p: whether it starts with
-// /proc/ or /dev/fd/, which fdTail looks for. It runs on every path of
-// the session, and nearly all part ways with both at their second byte.
-func relative(p string) bool {
-	if len(p) < 6 || p[0] != '/' {
-		return false
-	}
-	switch p[1] {
-	case 'p':
-		return strings.HasPrefix(p, "/proc/")
-	case 'd':
-		return strings.HasPrefix(p, "/dev/fd/")
-	}
-	return false
-}
-
-// fdTail returns what follows the fd directory of a /proc/self/fd/,
-// /proc/thread-self/fd/, /dev/fd/ or /proc/PID/fd/ path, PID being pid;
-// ok is false for any other path. It runs on every path of the session:
-// it allocates nothing.
-func fdTail(p string, pid uint32) (tail string, ok bool) {
-	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok {
-		return rest, true
-	}
-	rest, ok := strings.CutPrefix(p, "/proc/")
-	if !ok {
-		return "", false
-	}
-	if t, ok := strings.CutPrefix(rest, "self/fd/"); ok {
-		return t, true
-	}
-	if t, ok := strings.CutPrefix(rest, "thread-self/fd/"); ok {
-		return t, true
-	}
-	var buf [20]byte
-	num := strconv.AppendUint(buf[:0], uint64(pid), 10)
-	if len(rest) > len(num) && rest[:len(num)] == string(num) {
-		return strings.CutPrefix(rest[len(num):], "/fd/")
-	}
-	return "", false
-}
-
-// fdTable remembers, per pid, the path each fd was opened on.
-type fdTable struct {
-	byPID   map[uint32]*pidFDs
-	lastPID uint32
-	last    *pidFDs // byPID[lastPID]: events come in runs of one process
-}
-
-// pidFDs are one pid's fds: the low ones by number, the rest in a map.
-type pidFDs struct {
-	low  []string
-	high map[int64]string
-}
-
-// lowFDs is how many fds a pid's table keeps in its slice.
-const lowFDs = 1024
-
-// of returns pid's fds, made when create is set (else nil for a pid
-// with none).
-func (t *fdTable) of(pid uint32, create bool) *pidFDs {
-	if t.last != nil && t.lastPID == pid {
-		return t.last
-	}
-	f := t.byPID[pid]
-	if f == nil {
-		if !create {
-			return nil
-		}
-		f = &pidFDs{}
-		t.byPID[pid] = f
-	}
-	t.lastPID, t.last = pid, f
-	return f
-}
-
-// set records that pid opened path as fd.
-func (t *fdTable) set(pid uint32, fd int64, path string) {
-	f := t.of(pid, true)
-	if fd >= 0 && fd < lowFDs {
-		if n := int(fd) + 1; n > len(f.low) {
-			f.low = slices.Grow(f.low, max(n, 16)-len(f.low))[:n]
-		}
-		f.low[fd] = path
-		return
-	}
-	if f.high == nil {
-		f.high = map[int64]string{}
-	}
-	f.high[fd] = path
-}
-
-// get returns the path pid last opened as fd, "" when unknown.
-func (t *fdTable) get(pid uint32, fd int64) string {
-	f := t.of(pid, false)
-	switch {
-	case f == nil:
-		return ""
-	case fd >= 0 && fd < lowFDs:
-		if fd < int64(len(f.low)) {
-			return f.low[fd]
-		}
-		return ""
-	}
-	return f.high[fd]
 }
 
 // wordPath reports whether a word of a shell command, resolved to p, may
