@@ -34,7 +34,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestViaFD(t *testing.T) {
+// TestDecodeThroughFD: the decoder resolves paths named through a
+// descriptor an earlier open of the same process returned (fdpath).
+func TestDecodeThroughFD(t *testing.T) {
 	d := NewDecoder(time.Unix(0, 0))
 	open := func(p string, fd int64) {
 		r := polygraphEvPath{H: hdr(evOpen, 7, 1, 1, "bun"), Result: fd, PathLen: uint16(len(p) + 1)}
