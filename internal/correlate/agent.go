@@ -6,6 +6,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 )
 
 // role is what an exec (and then a whole process) is to the agent.
@@ -146,9 +147,9 @@ func relaunch(argv, rootArgv []string) bool {
 // processRole combines the roles of a process's execs: anything unknown
 // makes it unknown; a process that only re-launched the agent is the agent;
 // one that only ran helpers (through transparent wrappers) is a helper.
-func processRole(p *process, rootArgv []string) (role, string) {
+func processRole(p *lineage.Process, rootArgv []string) (role, string) {
 	r, detail := roleTransparent, ""
-	execs := p.execs()
+	execs := p.Execs()
 	if len(execs) == 0 {
 		return roleOther, ""
 	}
@@ -231,7 +232,9 @@ func (v *env) bookkeeping(path string, write bool) string {
 	return d
 }
 
-// classify is bookkeeping without the memo.
+// classify is bookkeeping without the memo. It is one ordered list of
+// rules, the first that matches wins: split up, the order that decides
+// would be harder to see.
 func (v *env) classify(path string, write bool) string {
 	if path == "" || !filepath.IsAbs(path) {
 		return ""

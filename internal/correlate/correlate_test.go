@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/fdpath"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -82,6 +83,7 @@ func (c *claudeSession) transcript() *transcript.Transcript {
 
 func TestClaudeShape(t *testing.T) {
 	c := newClaudeSession()
+	fdpath.Resolve(c.s.evs) // as the session reader does
 	res := Attribute(c.s.evs, c.transcript(), meta(), Options{})
 	consistent(t, c.s.evs, res)
 
@@ -106,7 +108,7 @@ func TestClaudeShape(t *testing.T) {
 	want(t, res, c.evs["tmpwrite"], ReasonInProcess, "toolu_2")
 	want(t, res, c.evs["rename"], ReasonInProcess, "toolu_2")
 	want(t, res, c.evs["reread"], ReasonInProcess, "toolu_2")
-	if got := res.Of(c.evs["rename"].Seq).ResolvedPath; got != project+"/new.txt.tmp.100.ff" {
+	if got := c.evs["rename"].Path; got != project+"/new.txt.tmp.100.ff" {
 		t.Errorf("resolved path %q", got)
 	}
 	if w := res.ByCall["toolu_2"].Writes; !has(w, project+"/new.txt") || !has(w, project+"/new.txt.tmp.100.ff") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/fdpath"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -57,6 +58,9 @@ func loadRecorded(t *testing.T, agent string) recorded {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Recorded before the sensor resolved descriptor paths: resolved here
+	// as the session reader resolves them.
+	fdpath.Resolve(r.events)
 	r.tr, err = transcript.Parse(gunzip(t, filepath.Join(dir, "transcript.jsonl.gz")), sess.Transcript, transcript.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +118,7 @@ func TestRecordedSessions(t *testing.T) {
 			n, wrong := 0, 0
 			for _, e := range r.events {
 				at := res.Of(e.Seq)
-				ms := markers(e.Path + " " + e.Path2 + " " + strings.Join(e.Args(), " ") + " " + at.ResolvedPath)
+				ms := markers(e.Path + " " + e.Path2 + " " + strings.Join(e.Args(), " "))
 				if len(ms) != 1 {
 					continue
 				}

@@ -48,10 +48,6 @@ type Attribution struct {
 	// "git-probe", …); for unattributed what was left ("no-call",
 	// "agent-file", "agent-network").
 	Detail string `json:"detail,omitempty"`
-	// ResolvedPath is the event's path where it had to be resolved (a
-	// /proc/self/fd/N/… path named relative to a directory the process
-	// held open).
-	ResolvedPath string `json:"resolved_path,omitempty"`
 }
 
 // CallActivity is what one tool call really did, by the kernel's account.

@@ -1045,29 +1045,6 @@ func TestClaimPaths(t *testing.T) {
 	}
 }
 
-// TestResolvedPath checks rules match the path correlation resolved for a
-// /proc/self/fd/N/… name.
-func TestResolvedPath(t *testing.T) {
-	b := newBuilder()
-	ag := b.agent(100, "/usr/local/bin/claude")
-	b.shell("t1", "python3 x.py")
-	py := ag.spawn(200, "t1", "/usr/bin/python3", "python3", "x.py")
-	e := py.open("/proc/self/fd/5/credentials", "read")
-	in := b.input()
-	for i := range in.Attribution.Attributions {
-		if in.Attribution.Attributions[i].Seq == e.Seq {
-			in.Attribution.Attributions[i].ResolvedPath = home + "/.aws/credentials"
-		}
-	}
-	fs := Run(in)
-	if got := summary(fs); !slices.Equal(got, []string{"high sensitive-read"}) {
-		t.Fatalf("findings %q", got)
-	}
-	if e.Path != "/proc/self/fd/5/credentials" {
-		t.Error("Run changed the caller's event")
-	}
-}
-
 // BenchmarkRun runs every rule over a busy synthetic session: 100 tool
 // calls, each a shell that runs a few processes opening many (repeating)
 // files and connecting out.

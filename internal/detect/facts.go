@@ -81,11 +81,8 @@ func (ch *change) of(kind transcript.ClaimKind) int32 {
 // file-change lists and the network indexes, in one walk over the events;
 // the events are sorted by seq first if they are not.
 //
-// The caller's slice serves as it is unless it needs sorting or a
-// resolved path: then the analysis works on a copy. Where correlation had
-// to resolve a path (a /proc/self/fd/N/… name), the rules match the
-// resolved one; the caller's events are not changed, a copy of the event
-// stands in for it.
+// The caller's slice serves as it is unless it needs sorting: then the
+// analysis works on a copy.
 func (a *analysis) learn() {
 	if !a.walk() {
 		a.events, a.ownEvents = slices.Clone(a.events), true
@@ -116,14 +113,6 @@ func (a *analysis) walk() bool {
 		var call string
 		if a.attr != nil {
 			at := a.attr.at(e.Seq)
-			if at != nil && at.ResolvedPath != "" && at.ResolvedPath != e.Path {
-				if !a.ownEvents {
-					a.events, a.ownEvents = slices.Clone(a.events), true
-				}
-				c := *e
-				c.Path = at.ResolvedPath
-				e, a.events[i] = &c, &c
-			}
 			switch {
 			case at == nil: // attribution's default
 				f.flags |= fUnattributed

@@ -53,3 +53,43 @@ func TestJSONFlat(t *testing.T) {
 		t.Errorf("round trip: %+v", back)
 	}
 }
+
+func TestKindPredicates(t *testing.T) {
+	file := map[Kind]bool{KindOpen: true, KindRename: true, KindUnlink: true, KindMkdir: true, KindChmod: true, KindLink: true}
+	network := map[Kind]bool{KindConnect: true, KindBind: true, KindAccept: true, KindDNS: true, KindNet: true}
+	for _, k := range Kinds {
+		if k.IsFile() != file[k] {
+			t.Errorf("%s.IsFile() = %v", k, k.IsFile())
+		}
+		if k.IsNetwork() != network[k] {
+			t.Errorf("%s.IsNetwork() = %v", k, k.IsNetwork())
+		}
+		if k.IsFile() && k.IsNetwork() {
+			t.Errorf("%s is both a file and a network kind", k)
+		}
+	}
+}
+
+func TestIsWrite(t *testing.T) {
+	open := func(access string) *Event { e := New(KindOpen); e.Access = access; return e }
+	mkdir := func(result int64) *Event { e := New(KindMkdir); e.Result = Ptr(result); return e }
+	tests := []struct {
+		name string
+		e    *Event
+		want bool
+	}{
+		{"open for reading", open("read"), false},
+		{"open for writing", open("write"), true},
+		{"open creating", open("read,create"), true},
+		{"mkdir", mkdir(0), true},
+		{"mkdir of an existing directory", mkdir(-17), false},
+		{"mkdir denied", mkdir(-13), true},
+		{"unlink", New(KindUnlink), true},
+		{"rename", New(KindRename), true},
+	}
+	for _, tc := range tests {
+		if got := tc.e.IsWrite(); got != tc.want {
+			t.Errorf("%s: IsWrite() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/fdpath"
 )
 
 // Record kinds, the first byte of every ring buffer record.
@@ -81,10 +81,10 @@ type Decoder struct {
 
 	procs map[uint32]*proc
 	comms map[string]string // interned comm strings: few distinct values
-	// fds maps each process's file descriptors to the paths its traced
+	// fds knows each process's file descriptors from the paths its traced
 	// opens returned them for, to resolve /proc/self/fd/N/... names (Bun,
 	// which Claude Code runs on, opens files that way).
-	fds map[uint32]map[int64]string
+	fds *fdpath.Resolver
 	// paths maps the bytes of an absolute path a process passed to the
 	// path its events carry, so a path opened again costs one lookup.
 	paths map[string]string
@@ -104,7 +104,7 @@ const maxPaths = 1 << 16
 // NewDecoder returns a decoder converting boot-clock times with bootOffset.
 func NewDecoder(bootOffset time.Time) *Decoder {
 	return &Decoder{BootOffset: bootOffset, PageKB: 4, procs: map[uint32]*proc{}, comms: map[string]string{},
-		fds: map[uint32]map[int64]string{}, paths: map[string]string{}}
+		fds: fdpath.New(), paths: map[string]string{}}
 }
 
 // Seed tells the decoder about a process that was already running when
@@ -127,44 +127,12 @@ func (d *Decoder) ExecIDOf(pid uint32) string {
 // trailing records are through.
 func (d *Decoder) Forget(pid uint32) {
 	delete(d.procs, pid)
-	delete(d.fds, pid)
-}
-
-// viaFD rewrites a path through a descriptor (/proc/self/fd/N/rest,
-// /proc/PID/fd/N/rest, /dev/fd/N/rest) to the path that descriptor was
-// opened as, when a traced open returned it.
-func (d *Decoder) viaFD(pid uint32, p string) string {
-	if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/fd/") {
-		return p
-	}
-	var rest string
-	var ok bool
-	for _, prefix := range []string{"/proc/self/fd/", "/dev/fd/", "/proc/thread-self/fd/", fmt.Sprintf("/proc/%d/fd/", pid)} {
-		if rest, ok = strings.CutPrefix(p, prefix); ok {
-			break
-		}
-	}
-	if !ok {
-		return p
-	}
-	num, tail, _ := strings.Cut(rest, "/")
-	fd, err := strconv.ParseInt(num, 10, 32)
-	if err != nil {
-		return p
-	}
-	base, ok := d.fds[pid][fd]
-	if !ok {
-		return p
-	}
-	if tail == "" {
-		return base
-	}
-	return path.Join(base, tail)
+	d.fds.Forget(pid)
 }
 
 // path is the path a process named: p (NUL-terminated, as passed)
-// resolved against the walked base and through the descriptors viaFD
-// knows. An absolute path outside /proc and /dev/fd does not depend on
+// resolved against the walked base and through the descriptors the
+// decoder knows (fdpath). An absolute path outside /proc and /dev/fd does not depend on
 // either and comes from the cache.
 func (d *Decoder) path(pid uint32, p, base []byte) string {
 	if i := bytes.IndexByte(p, 0); i >= 0 {
@@ -176,7 +144,7 @@ func (d *Decoder) path(pid uint32, p, base []byte) string {
 			return v
 		}
 	}
-	v := Resolve(walked(base), d.viaFD(pid, string(p)))
+	v := Resolve(walked(base), d.fds.Path(pid, string(p)))
 	if cacheable {
 		if len(d.paths) >= maxPaths {
 			clear(d.paths)
@@ -458,12 +426,7 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		p2 = d.path(r.H.Pid, parts[2], parts[3])
 	}
 	if kind == event.KindOpen && r.Result >= 0 {
-		m := d.fds[r.H.Pid]
-		if m == nil {
-			m = map[int64]string{}
-			d.fds[r.H.Pid] = m
-		}
-		m[r.Result] = p1
+		d.fds.Opened(r.H.Pid, r.Result, p1)
 	}
 	e.Result = d.i64.Ptr(r.Result)
 	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr) != 0

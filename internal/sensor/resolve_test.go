@@ -34,7 +34,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestViaFD(t *testing.T) {
+// TestDecodeThroughFD: the decoder resolves paths named through a
+// descriptor an earlier open of the same process returned (fdpath).
+func TestDecodeThroughFD(t *testing.T) {
 	d := NewDecoder(time.Unix(0, 0))
 	open := func(p string, fd int64) {
 		r := polygraphEvPath{H: hdr(evOpen, 7, 1, 1, "bun"), Result: fd, PathLen: uint16(len(p) + 1)}
@@ -53,10 +55,10 @@ func TestViaFD(t *testing.T) {
 	if ev.Path != "/home/u/proj/f.sh.tmp.7.ab" || ev.Path2 != "/home/u/proj/f.sh" {
 		t.Errorf("rename through fds: %q -> %q", ev.Path, ev.Path2)
 	}
-	if got := d.viaFD(7, "/proc/self/fd/99/x"); got != "/proc/self/fd/99/x" {
+	if got := d.fds.Path(7, "/proc/self/fd/99/x"); got != "/proc/self/fd/99/x" {
 		t.Errorf("unknown fd rewritten to %q", got)
 	}
-	if got := d.viaFD(8, "/dev/fd/23"); got != "/dev/fd/23" {
+	if got := d.fds.Path(8, "/dev/fd/23"); got != "/dev/fd/23" {
 		t.Errorf("another process's fd rewritten to %q", got)
 	}
 }

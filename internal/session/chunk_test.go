@@ -156,6 +156,30 @@ func FuzzChunk(f *testing.F) {
 // which sessions recorded before chunks were introduced have.
 func TestReadVersion1(t *testing.T) {
 	evs := sampleEvents()
+	path := writeVersion1(t, evs)
+	r := openT(t, path)
+	got := readAll(t, r, Filter{})
+	if len(got) != len(evs) {
+		t.Fatalf("read %d events, wrote %d", len(got), len(evs))
+	}
+	for i := range evs {
+		if !reflect.DeepEqual(got[i], evs[i]) {
+			t.Errorf("event %d:\n got %s\nwant %s", i+1, jsonOf(got[i]), jsonOf(evs[i]))
+		}
+	}
+	opens := readAll(t, r, Filter{Kinds: []event.Kind{event.KindOpen}, PIDs: []uint32{101}})
+	if len(opens) != 2 {
+		t.Errorf("filter read %d opens of pid 101, want 2", len(opens))
+	}
+	if m := r.Meta(); !m.CleanClose || m.Command[0] != "npm" {
+		t.Errorf("meta %+v", m)
+	}
+}
+
+// writeVersion1 writes evs (numbering them 1, 2, 3, ...) to a new file in
+// the first format and returns its path.
+func writeVersion1(t *testing.T, evs []*event.Event) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "v1.db")
 	w, err := newWriter(path, Meta{Mode: "run", Command: []string{"npm", "install"}, StartedAt: t0, EndedAt: t0.Add(time.Second), CleanClose: true})
 	if err != nil {
@@ -199,21 +223,5 @@ func TestReadVersion1(t *testing.T) {
 	if err := w.closeConn(); err != nil {
 		t.Fatal(err)
 	}
-	r := openT(t, path)
-	got := readAll(t, r, Filter{})
-	if len(got) != len(evs) {
-		t.Fatalf("read %d events, wrote %d", len(got), len(evs))
-	}
-	for i := range evs {
-		if !reflect.DeepEqual(got[i], evs[i]) {
-			t.Errorf("event %d:\n got %s\nwant %s", i+1, jsonOf(got[i]), jsonOf(evs[i]))
-		}
-	}
-	opens := readAll(t, r, Filter{Kinds: []event.Kind{event.KindOpen}, PIDs: []uint32{101}})
-	if len(opens) != 2 {
-		t.Errorf("filter read %d opens of pid 101, want 2", len(opens))
-	}
-	if m := r.Meta(); !m.CleanClose || m.Command[0] != "npm" {
-		t.Errorf("meta %+v", m)
-	}
+	return path
 }

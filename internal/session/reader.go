@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/fdpath"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -220,7 +221,9 @@ func (r *Reader) Meta() Meta { return r.meta }
 // Path returns the file the Reader reads.
 func (r *Reader) Path() string { return r.path }
 
-// Events calls fn for every event f selects, in seq order, streaming. An
+// Events calls fn for every event f selects, in seq order, streaming,
+// with the paths named through a descriptor resolved (fdpath: a session
+// recorded before the sensor resolved them reads as one recorded now). An
 // error from fn stops the walk and is returned as is. fn may keep the
 // events; those of one call share their repeated strings (paths, comm,
 // exec ids, ...), so a million of them cost little more than the events.
@@ -291,7 +294,7 @@ func readTx(c driverConn, read func(c driverConn, strs *pathTable, in *interner)
 // readChunks reads the events f selects from a version 2 file, inside
 // readTx.
 func readChunks(c driverConn, strs *pathTable, _ *interner, f Filter, fn func(*event.Event) error) error {
-	keep := f.matcher()
+	keep, fds := f.matcher(), fdpath.New()
 	rows, err := query(c, "SELECT first_seq, count, first_ts, data FROM chunks ORDER BY first_seq", nil)
 	if err != nil {
 		return err
@@ -387,6 +390,7 @@ func readChunks(c driverConn, strs *pathTable, _ *interner, f Filter, fn func(*e
 			return j.err
 		}
 		for _, ev := range j.evs {
+			fds.Event(ev)
 			if keep != nil && !keep(ev) {
 				continue
 			}
@@ -436,27 +440,11 @@ const (
 
 // readEventsV1 is readChunks for a version 1 file: a row per event.
 func readEventsV1(c driverConn, paths *pathTable, in *interner, f Filter, fn func(*event.Event) error) error {
-	var where []string
-	var args []driver.NamedValue
-	arg := func(v driver.Value) { args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v}) }
-	if len(f.Kinds) > 0 {
-		where = append(where, "kind IN ("+placeholders(len(f.Kinds))+")")
-		for _, k := range f.Kinds {
-			arg(string(k))
-		}
-	}
-	if len(f.PIDs) > 0 {
-		where = append(where, "pid IN ("+placeholders(len(f.PIDs))+")")
-		for _, p := range f.PIDs {
-			arg(int64(p))
-		}
-	}
-	q := "SELECT " + v1EventCols + " FROM events"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
-	rows, err := query(c, q, args)
+	// Every event goes through the resolver, the opens f may leave out
+	// too: f is applied here rather than in the query.
+	keep, fds := f.matcher(), fdpath.New()
+	q := "SELECT " + v1EventCols + " FROM events ORDER BY seq"
+	rows, err := query(c, q, nil)
 	if err != nil {
 		return err
 	}
@@ -471,6 +459,10 @@ func readEventsV1(c driverConn, paths *pathTable, in *interner, f Filter, fn fun
 		ev, err := scanEventV1(row, paths, in)
 		if err != nil {
 			return err
+		}
+		fds.Event(ev)
+		if keep != nil && !keep(ev) {
+			continue
 		}
 		if err := fn(ev); err != nil {
 			return err

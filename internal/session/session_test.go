@@ -465,3 +465,51 @@ func TestHome(t *testing.T) {
 		t.Errorf("Home() = %q, want %q", got, want)
 	}
 }
+
+// TestDescriptorPathsResolved: a session recorded before the sensor
+// resolved /proc/self/fd/N/... paths reads as one recorded now, in either
+// format, filtered or not (the opens a filter leaves out still teach the
+// descriptors).
+func TestDescriptorPathsResolved(t *testing.T) {
+	events := func() []*event.Event {
+		ev := func(k event.Kind, p string, result int64) *event.Event {
+			e := event.New(k)
+			e.TS, e.PID, e.TID, e.Comm, e.ExecID, e.Path, e.Result = t0, 100, 100, "bun", "100-1", p, event.Ptr(result)
+			return e
+		}
+		evs := []*event.Event{
+			ev(event.KindOpen, "/home/u/proj", 13),
+			ev(event.KindOpen, "/proc/self/fd/13/a.txt", 14),
+			ev(event.KindUnlink, "/proc/self/fd/13/a.txt", 0),
+			ev(event.KindUnlink, "/proc/self/fd/99/b.txt", 0),
+		}
+		for i, e := range evs {
+			e.Seq = uint64(i + 1)
+		}
+		return evs
+	}
+	want := []string{"/home/u/proj", "/home/u/proj/a.txt", "/home/u/proj/a.txt", "/proc/self/fd/99/b.txt"}
+	files := map[string]string{
+		"version 2": record(t, t.TempDir(), events()),
+		"version 1": writeVersion1(t, events()),
+	}
+	for name, path := range files {
+		t.Run(name, func(t *testing.T) {
+			r := openT(t, path)
+			var got []string
+			for _, e := range readAll(t, r, Filter{}) {
+				got = append(got, e.Path)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("paths %q, want %q", got, want)
+			}
+			got = nil
+			for _, e := range readAll(t, r, Filter{Kinds: []event.Kind{event.KindUnlink}}) {
+				got = append(got, e.Path)
+			}
+			if !slices.Equal(got, want[2:]) {
+				t.Errorf("filtered paths %q, want %q", got, want[2:])
+			}
+		})
+	}
+}

@@ -52,9 +52,6 @@ func attrMarkers(s string) []string {
 // attrEventMarkers returns the markers an event carries in its paths or argv.
 func attrEventMarkers(e *event.Event, at *correlate.Attribution) []string {
 	text := e.Path + " " + e.Path2 + " " + strings.Join(e.Args(), " ")
-	if at != nil {
-		text += " " + at.ResolvedPath
-	}
 	return attrMarkers(text)
 }
 
