@@ -117,6 +117,8 @@ func find(t *testing.T, fs []Finding, rule string) Finding {
 	return Finding{}
 }
 
+// TestClaimTestsNotRun runs the claim-tests-not-run cases. It is one long table of cases,
+// each a short session, so it runs past 80 lines.
 func TestClaimTestsNotRun(t *testing.T) {
 	runCases(t, []ruleCase{
 		{
@@ -130,7 +132,7 @@ func TestClaimTestsNotRun(t *testing.T) {
 			},
 			want: []string{"high claim-tests-not-run"},
 			check: func(t *testing.T, fs []Finding) {
-				f := find(t, fs, policy.RuleClaimTestsNotRun)
+				f := find(t, fs, "claim-tests-not-run")
 				if f.Claim != "All 12 tests pass." || f.ToolCallID != "t1" || !strings.Contains(f.Detail, "echo") {
 					t.Errorf("finding %+v", f)
 				}
@@ -154,7 +156,7 @@ func TestClaimTestsNotRun(t *testing.T) {
 			},
 			want: []string{"high claim-tests-not-run"},
 			check: func(t *testing.T, fs []Finding) {
-				if f := find(t, fs, policy.RuleClaimTestsNotRun); !strings.Contains(f.Detail, "exited with status 1") {
+				if f := find(t, fs, "claim-tests-not-run"); !strings.Contains(f.Detail, "exited with status 1") {
 					t.Errorf("detail %q", f.Detail)
 				}
 			},
@@ -237,6 +239,8 @@ func TestClaimTestsNotRun(t *testing.T) {
 	})
 }
 
+// TestClaimEditMismatch runs the claim-edit-mismatch cases. It is one long table of cases,
+// each a short session, so it runs past 80 lines.
 func TestClaimEditMismatch(t *testing.T) {
 	runCases(t, []ruleCase{
 		{
@@ -386,7 +390,7 @@ func TestClaimInstallMismatch(t *testing.T) {
 			},
 			want: []string{"medium claim-install-mismatch", "medium unexpected-egress"},
 			check: func(t *testing.T, fs []Finding) {
-				f := find(t, fs, policy.RuleClaimInstallMismatch)
+				f := find(t, fs, "claim-install-mismatch")
 				if !slices.Contains(f.Frameworks.ATTACK, "T1195.001") || !slices.Contains(f.Frameworks.OWASPLLM, "LLM03") || !strings.Contains(f.Detail, "evil.example") {
 					t.Errorf("finding %+v", f)
 				}
@@ -515,6 +519,8 @@ func TestAgentConfigRead(t *testing.T) {
 	})
 }
 
+// TestUnexpectedEgress runs the unexpected-egress cases. It is one long table of cases,
+// each a short session, so it runs past 80 lines.
 func TestUnexpectedEgress(t *testing.T) {
 	runCases(t, []ruleCase{
 		{
@@ -549,7 +555,7 @@ func TestUnexpectedEgress(t *testing.T) {
 			},
 			want: []string{"high sensitive-read", "high unexpected-egress"},
 			check: func(t *testing.T, fs []Finding) {
-				f := find(t, fs, policy.RuleUnexpectedEgress)
+				f := find(t, fs, "unexpected-egress")
 				for _, id := range []string{"T1041", "T1567"} {
 					if !slices.Contains(f.Frameworks.ATTACK, id) {
 						t.Errorf("missing %s: %+v", id, f.Frameworks)
@@ -558,7 +564,7 @@ func TestUnexpectedEgress(t *testing.T) {
 				if !slices.Contains(f.Frameworks.ATLAS, "AML.T0086") || !strings.Contains(f.Title, "paste.example") {
 					t.Errorf("finding %+v", f)
 				}
-				if fs[0].Rule != policy.RuleSensitiveRead || fs[0].ID != "F1" || fs[1].ID != "F2" {
+				if fs[0].Rule != "sensitive-read" || fs[0].ID != "F1" || fs[1].ID != "F2" {
 					t.Errorf("order: %v", summary(fs))
 				}
 			},
@@ -647,6 +653,8 @@ func TestUnexpectedEgress(t *testing.T) {
 	})
 }
 
+// TestWriteThenExec runs the write-then-exec cases. It is one long table of cases,
+// each a short session, so it runs past 80 lines.
 func TestWriteThenExec(t *testing.T) {
 	runCases(t, []ruleCase{
 		{
@@ -920,6 +928,22 @@ func TestPolicyTuning(t *testing.T) {
 		t.Errorf("findings %q, want %q", got, want)
 	}
 
+	// Nor does switching both access rules off (or turning them down)
+	// change the escalation.
+	p, err = policy.Parse([]byte("rules:\n  sensitive-read: {enabled: false, severity: low}\n  agent-config-read: {enabled: false}\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = newBuilder()
+	build(b)
+	b.pol = p
+	fs := Run(b.input())
+	if got, want := summary(fs), []string{"high unexpected-egress"}; !slices.Equal(got, want) {
+		t.Errorf("findings %q, want %q", got, want)
+	} else if !slices.Contains(fs[0].Frameworks.ATTACK, "T1041") {
+		t.Errorf("egress finding lacks its escalated ids: %+v", fs[0].Frameworks)
+	}
+
 	p, err = policy.Parse([]byte("egress:\n  allow: [10.0.0.0/8:80]\n"), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -979,7 +1003,7 @@ func TestFrameworksFromTable(t *testing.T) {
 	x.open(home+"/.gemini/oauth_creds.json", "read")
 	x.open(proj+"/.claude/settings.json", "write")
 	for _, f := range Run(b.input()) {
-		info, ok := policy.Rule(f.Rule)
+		info, ok := registry[f.Rule]
 		if !ok {
 			t.Fatalf("finding of unknown rule %s", f.Rule)
 		}

@@ -32,12 +32,45 @@ func (s Severity) Rank() int {
 	return -1
 }
 
-// Frameworks are the external ids a finding maps to.
+// Frameworks are the external ids a rule, and so each of its findings,
+// maps to: MITRE ATT&CK technique ids, MITRE ATLAS technique ids (checked
+// against ATLAS v5.6.0), OWASP Top 10 for LLM Applications (2025) ids and
+// Google SAIF risk titles.
 type Frameworks struct {
 	ATTACK   []string `json:"attack,omitempty"`
 	ATLAS    []string `json:"atlas,omitempty"`
 	OWASPLLM []string `json:"owasp_llm,omitempty"`
 	SAIF     []string `json:"saif,omitempty"`
+}
+
+// All lists every id, ATT&CK first, for documentation checks.
+func (f Frameworks) All() []string {
+	var out []string
+	for _, l := range [][]string{f.ATTACK, f.ATLAS, f.OWASPLLM, f.SAIF} {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Merge returns f with the ids of g appended (without duplicates).
+func (f Frameworks) Merge(g Frameworks) Frameworks {
+	add := func(a, b []string) []string {
+		out := append([]string(nil), a...)
+		for _, s := range b {
+			found := false
+			for _, have := range out {
+				if have == s {
+					found = true
+					break
+				}
+			}
+			if !found {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return Frameworks{add(f.ATTACK, g.ATTACK), add(f.ATLAS, g.ATLAS), add(f.OWASPLLM, g.OWASPLLM), add(f.SAIF, g.SAIF)}
 }
 
 // Finding is one thing worth a person's attention, with its evidence.
