@@ -214,6 +214,7 @@ func (s *facts) walk() bool {
 	s.byEvent = make([]fact, len(s.events))
 	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
 	s.paths = newPathIndex()
+	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	var mode accessMode
 	for i, e := range s.events {
@@ -307,14 +308,14 @@ func (m *accessMode) set(access string) {
 // fileFact fills f, the fact of file event events[i], e, and records the
 // file change it makes, if any.
 func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
-	f.path = s.pathID(e.Path)
+	f.path = s.addPath(e.Path)
 	mode.set(e.Access)
 	open := e.Kind == event.KindOpen
 	ok := succeeded(e)
 	wt := int32(-1) // what it writes or moves a file to, whether or not it succeeds
 	switch {
 	case e.Kind == event.KindRename:
-		wt = s.pathID(e.Path2)
+		wt = s.addPath(e.Path2)
 	case open && (mode.writes || mode.creates):
 		wt = f.path
 	}

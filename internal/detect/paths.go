@@ -56,8 +56,18 @@ func newPathIndex() pathIndex {
 	return pathIndex{ids: map[string]int32{}, verdicts: make([][]int32, numPathLists), rules: make([][]policy.PathRule, numPathLists)}
 }
 
-// pathID returns the id of path p, -1 for "" (which no list matches).
+// pathID returns the id of path p, -1 for a path the session did not
+// name and for "" (which no list matches).
 func (s *facts) pathID(p string) int32 {
+	if id, ok := s.paths.ids[p]; ok {
+		return id
+	}
+	return -1
+}
+
+// addPath returns the id of path p, numbering it if it is new; -1 for "".
+// Only newFacts adds paths.
+func (s *facts) addPath(p string) int32 {
 	if p == "" {
 		return -1
 	}
@@ -125,9 +135,6 @@ func newCommandSet(match func(p *policy.Policy, argv []string) (string, bool)) *
 // runs reports whether the exec event numbered n runs a command of set.
 // A claim rule asks again for every claim.
 func (s *facts) runs(set *commandSet, n int32) bool {
-	if s.commands == nil {
-		s.commands = make([][]int8, numCommandSets)
-	}
 	c := s.commands[set.n]
 	if c == nil {
 		c = make([]int8, len(s.execs))

@@ -25,7 +25,7 @@ func init() {
 func writeThenExec(s *run) []Finding {
 	writes := make([]*event.Event, len(s.paths.strs)) // by path id: the last write before now
 	lastWrite := func(p string) *event.Event {
-		if id, ok := s.paths.ids[p]; ok && int(id) < len(writes) {
+		if id := s.pathID(p); id >= 0 && int(id) < len(writes) {
 			return writes[id]
 		}
 		return nil
