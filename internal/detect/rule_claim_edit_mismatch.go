@@ -21,87 +21,6 @@ func init() {
 	})
 }
 
-var (
-	reVersionish = regexp.MustCompile(`^v?\d+(\.\d+)+$`)
-	reOnlyDots   = regexp.MustCompile(`^[./]+$`)
-)
-
-// fileExts are extensions that make a word without a slash a file name
-// rather than a dotted identifier (`config.Load`, `os.path`).
-var fileExts = map[string]bool{}
-
-func init() {
-	for _, e := range strings.Fields(`go mod sum py pyi ipynb js mjs cjs jsx ts tsx vue svelte json jsonc yaml yml toml
-		ini cfg conf env txt md mdx rst adoc html htm css scss sass less xml svg csv tsv sql graphql proto
-		rs rb erb java kt kts gradle scala clj c h cc cpp cxx hh hpp m mm cs fs vb php pl pm sh bash zsh fish ps1 bat
-		swift dart ex exs erl hrl hs ml mli lua r jl nim zig tf tfvars hcl lock log ini properties gemspec
-		gitignore dockerignore editorconfig npmrc nvmrc dockerfile makefile cmake mk nix patch diff`) {
-		fileExts[e] = true
-	}
-}
-
-// pathLike reports whether a claim's word names a file: it has a slash,
-// starts with a dot (a dotfile), or ends in a known file extension.
-func pathLike(w string) bool {
-	if strings.Contains(w, "/") || strings.HasPrefix(w, ".") && len(w) > 1 {
-		return true
-	}
-	i := strings.LastIndexByte(w, '.')
-	return i > 0 && fileExts[strings.ToLower(w[i+1:])]
-}
-
-// claimPaths picks the path-like words out of a claim's subject.
-func claimPaths(subject string) []string {
-	var out []string
-	for _, w := range strings.Fields(subject) {
-		w = strings.Trim(w, "`'\"(),;:")
-		w = strings.TrimRight(w, ".")
-		if w == "" || strings.Contains(w, "://") || !pathLike(w) || reVersionish.MatchString(w) || reOnlyDots.MatchString(w) {
-			continue
-		}
-		if !slices.Contains(out, w) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// samePath reports whether the kernel's absolute path have is the path a
-// claim names: equal, the claim a suffix at a component boundary (relative
-// to the project), a directory containing it, or the same base name when
-// the claim gives only a name.
-func samePath(have, claimed, home string) bool {
-	claimed = strings.TrimPrefix(claimed, "./")
-	if strings.HasPrefix(claimed, "~/") {
-		if h, ok := homeRel(have, home); ok {
-			have = h
-		} else if h, ok := policyHome(have); ok {
-			have = h
-		}
-	}
-	claimed = path.Clean(claimed)
-	switch {
-	case have == claimed, strings.HasSuffix(have, "/"+claimed):
-		return true
-	case strings.HasPrefix(have, claimed+"/"), strings.Contains(have, "/"+claimed+"/"):
-		return true // a file in a directory the claim names
-	}
-	return !strings.Contains(claimed, "/") && path.Base(have) == claimed
-}
-
-// policyHome puts /root/… and /home/NAME/… in "~/" form.
-func policyHome(p string) (string, bool) {
-	if rest, ok := strings.CutPrefix(p, "/root/"); ok {
-		return "~/" + rest, true
-	}
-	if rest, ok := strings.CutPrefix(p, "/home/"); ok {
-		if i := strings.IndexByte(rest, '/'); i > 0 {
-			return "~/" + rest[i+1:], true
-		}
-	}
-	return "", false
-}
-
 var claimVerb = map[transcript.ClaimKind]string{
 	transcript.ClaimEdited: "changed", transcript.ClaimCreated: "created", transcript.ClaimDeleted: "deleted",
 }
@@ -261,4 +180,85 @@ func mentioned(s *run, p string) bool {
 		}
 	}
 	return false
+}
+
+var (
+	reVersionish = regexp.MustCompile(`^v?\d+(\.\d+)+$`)
+	reOnlyDots   = regexp.MustCompile(`^[./]+$`)
+)
+
+// fileExts are extensions that make a word without a slash a file name
+// rather than a dotted identifier (`config.Load`, `os.path`).
+var fileExts = func() map[string]bool {
+	m := map[string]bool{}
+	for _, e := range strings.Fields(`go mod sum py pyi ipynb js mjs cjs jsx ts tsx vue svelte json jsonc yaml yml toml
+		ini cfg conf env txt md mdx rst adoc html htm css scss sass less xml svg csv tsv sql graphql proto
+		rs rb erb java kt kts gradle scala clj c h cc cpp cxx hh hpp m mm cs fs vb php pl pm sh bash zsh fish ps1 bat
+		swift dart ex exs erl hrl hs ml mli lua r jl nim zig tf tfvars hcl lock log ini properties gemspec
+		gitignore dockerignore editorconfig npmrc nvmrc dockerfile makefile cmake mk nix patch diff`) {
+		m[e] = true
+	}
+	return m
+}()
+
+// pathLike reports whether a claim's word names a file: it has a slash,
+// starts with a dot (a dotfile), or ends in a known file extension.
+func pathLike(w string) bool {
+	if strings.Contains(w, "/") || strings.HasPrefix(w, ".") && len(w) > 1 {
+		return true
+	}
+	i := strings.LastIndexByte(w, '.')
+	return i > 0 && fileExts[strings.ToLower(w[i+1:])]
+}
+
+// claimPaths picks the path-like words out of a claim's subject.
+func claimPaths(subject string) []string {
+	var out []string
+	for _, w := range strings.Fields(subject) {
+		w = strings.Trim(w, "`'\"(),;:")
+		w = strings.TrimRight(w, ".")
+		if w == "" || strings.Contains(w, "://") || !pathLike(w) || reVersionish.MatchString(w) || reOnlyDots.MatchString(w) {
+			continue
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// samePath reports whether the kernel's absolute path have is the path a
+// claim names: equal, the claim a suffix at a component boundary (relative
+// to the project), a directory containing it, or the same base name when
+// the claim gives only a name.
+func samePath(have, claimed, home string) bool {
+	claimed = strings.TrimPrefix(claimed, "./")
+	if strings.HasPrefix(claimed, "~/") {
+		if h, ok := homeRel(have, home); ok {
+			have = h
+		} else if h, ok := policyHome(have); ok {
+			have = h
+		}
+	}
+	claimed = path.Clean(claimed)
+	switch {
+	case have == claimed, strings.HasSuffix(have, "/"+claimed):
+		return true
+	case strings.HasPrefix(have, claimed+"/"), strings.Contains(have, "/"+claimed+"/"):
+		return true // a file in a directory the claim names
+	}
+	return !strings.Contains(claimed, "/") && path.Base(have) == claimed
+}
+
+// policyHome puts /root/… and /home/NAME/… in "~/" form.
+func policyHome(p string) (string, bool) {
+	if rest, ok := strings.CutPrefix(p, "/root/"); ok {
+		return "~/" + rest, true
+	}
+	if rest, ok := strings.CutPrefix(p, "/home/"); ok {
+		if i := strings.IndexByte(rest, '/'); i > 0 {
+			return "~/" + rest[i+1:], true
+		}
+	}
+	return "", false
 }

@@ -28,22 +28,6 @@ var (
 	setTestFile   = newPathSet((*policy.Policy).TestFile)
 )
 
-// ranTests reports whether the run rooted at image id did test work: read a
-// test file or ran a Go test binary.
-func ranTests(s *run, id string) bool {
-	for _, p := range s.procs.subtree(id) {
-		for _, i := range p.events {
-			if f := &s.byEvent[i]; f.flags&fRead != 0 && s.is(setTestFile, f.path) {
-				return true
-			}
-			if e := s.events[i]; e.Kind == event.KindExec && strings.HasSuffix(e.Path, ".test") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // claimTestsNotRun is the claim-tests-not-run rule.
 func claimTestsNotRun(s *run) []Finding {
 	var out []Finding
@@ -144,4 +128,20 @@ func claimTest(s *run, out []Finding, c *transcript.Claim) []Finding {
 		return append(out, f)
 	}
 	return out
+}
+
+// ranTests reports whether the run rooted at image id did test work: read a
+// test file or ran a Go test binary.
+func ranTests(s *run, id string) bool {
+	for _, p := range s.procs.subtree(id) {
+		for _, i := range p.events {
+			if f := &s.byEvent[i]; f.flags&fRead != 0 && s.is(setTestFile, f.path) {
+				return true
+			}
+			if e := s.events[i]; e.Kind == event.KindExec && strings.HasSuffix(e.Path, ".test") {
+				return true
+			}
+		}
+	}
+	return false
 }
