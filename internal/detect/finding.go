@@ -1,6 +1,12 @@
 // Package detect turns an attributed session into findings: where the
 // agent's account and the kernel's disagree, and where the runtime broke
 // policy. Every rule is documented in docs/rules.md.
+//
+// A rule is a Rule value in its own file, rule_<id>.go: its metadata, its
+// check and the registration. The facts every rule reads (facts.go, with
+// the path and command lists in paths.go and the process tree in
+// procs.go) are built once per session before any rule runs; a rule that
+// builds on another's findings says so in Rule.Needs.
 package detect
 
 // Severity orders findings. The values are DESIGN.md's.
