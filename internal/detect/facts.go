@@ -17,10 +17,56 @@ import (
 // them all. Each event is half a kilobyte somewhere in memory, and most
 // rules ask the same few questions of it (is it a read, what did it write,
 // is it the agent's own), then look its path up in a policy list. So
-// learn answers those questions once, into a dense table of facts,
+// newFacts answers those questions once, into a dense table of facts,
 // and numbers the distinct paths (a few thousand, opened over and over):
 // the rules walk the table and touch an event only when its facts make it
 // a candidate, and each policy list is asked about each path once.
+
+// facts are what the rules know of one session: the events in seq order,
+// the process tree, the attribution and the per-event table. newFacts
+// builds them once, before any rule runs; the rules only read them, so
+// they do not depend on which other rules ran before them. (The path
+// and command verdicts are memoised on first asking, which no rule can
+// tell from asking up front.)
+type facts struct {
+	in     Input
+	pol    *policy.Policy
+	home   string
+	events []*event.Event // in seq order
+	// ownEvents says events is the facts' own copy of the caller's
+	// slice, not the slice itself (see learn).
+	ownEvents bool
+	procs     *procs
+
+	attr  *attrIndex // nil without attribution
+	calls map[string]*transcript.ToolCall
+	agent map[string]bool // the agent's own images
+
+	dnsByPID  map[uint32][]*event.Event
+	answers   map[netip.Addr]*event.Event
+	binds     map[uint16]bool
+	acceptsLo []time.Time
+
+	// byEvent[i] is what the rules ask of events[i]. execs[n] is the
+	// index of the n-th exec event, execAt[n] its time, execCall[n] the
+	// tool call it is attributed to; execNums are the numbers 0…n-1, to
+	// say "every exec" or "the first k"; changes are the file changes.
+	// The claim rules walk those for every claim. execsInOrder and
+	// changesInOrder say the lists' times are all set and never go back:
+	// what happened before a claim is then where the list starts.
+	byEvent        []fact
+	execs          []int32
+	execAt         []time.Time
+	execCall       []string
+	execNums       []int32
+	changes        []change
+	execsInOrder   bool
+	changesInOrder bool
+	paths          pathIndex
+	// commands caches the command-set verdicts on exec events, by command
+	// set and exec number.
+	commands [][]int8
+}
 
 // fact is what the rules ask of one event.
 type fact struct {
@@ -46,6 +92,73 @@ const (
 	fLate                               // attributed to a call, after the call returned
 	fUnattributed                       // attributed to nothing
 )
+
+// newFacts builds the facts of session in.
+func newFacts(in Input) *facts {
+	s := &facts{in: in, pol: in.Policy, home: in.Meta.Home, events: in.Events,
+		calls: map[string]*transcript.ToolCall{}, agent: map[string]bool{}}
+	if s.pol == nil {
+		s.pol = policy.Default()
+	}
+	if in.Transcript != nil {
+		for _, c := range in.Transcript.ToolCalls {
+			s.calls[c.ID] = c
+		}
+	}
+	if r := in.Attribution; r != nil {
+		s.attr = newAttrIndex(r.Attributions)
+		for _, ca := range r.Calls {
+			if ca != nil && ca.Call != nil {
+				if _, ok := s.calls[ca.Call.ID]; !ok {
+					s.calls[ca.Call.ID] = ca.Call
+				}
+			}
+		}
+		for _, id := range r.AgentExecIDs {
+			s.agent[id] = true
+		}
+	}
+	s.learn()
+	if in.Attribution == nil && in.Meta.RootPID != 0 {
+		s.traceAgent(uint32(in.Meta.RootPID))
+	}
+	if s.attr == nil {
+		for id := range s.agent {
+			if p := s.procs.byID[id]; p != nil {
+				for _, i := range p.events {
+					s.byEvent[i].flags |= fOwn
+				}
+			}
+		}
+	}
+	return s
+}
+
+// traceAgent marks the agent's images without a transcript: the agent is
+// taken to be the command run started (the images of the root pid) and
+// the agent programs it starts directly (node codex.js → codex), with
+// their forks up to the point they exec something else.
+func (s *facts) traceAgent(root uint32) {
+	var queue []*proc
+	for _, p := range s.procs.byID {
+		if p.pid == root {
+			s.agent[p.id] = true
+			queue = append(queue, p)
+		}
+	}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range p.children {
+			cp := s.procs.byID[c]
+			if cp == nil || s.agent[c] || cp.exec != nil && !s.pol.AgentProgram(s.procs.names(c)) {
+				continue
+			}
+			s.agent[c] = true
+			queue = append(queue, cp)
+		}
+	}
+}
 
 // bySeq orders events by seq.
 func bySeq(x, y *event.Event) int { return cmp.Compare(x.Seq, y.Seq) }
@@ -82,96 +195,48 @@ func (ch *change) of(kind transcript.ClaimKind) int32 {
 // the events are sorted by seq first if they are not.
 //
 // The caller's slice serves as it is unless it needs sorting: then the
-// analysis works on a copy.
-func (a *analysis) learn() {
-	if !a.walk() {
-		a.events, a.ownEvents = slices.Clone(a.events), true
-		slices.SortStableFunc(a.events, bySeq)
-		a.walk()
+// facts work on a copy.
+func (s *facts) learn() {
+	if !s.walk() {
+		s.events, s.ownEvents = slices.Clone(s.events), true
+		slices.SortStableFunc(s.events, bySeq)
+		s.walk()
 	}
-	slices.SortFunc(a.acceptsLo, func(x, y time.Time) int { return x.Compare(y) })
-	a.execsInOrder = inTimeOrder(len(a.execAt), func(n int) time.Time { return a.execAt[n] })
-	a.changesInOrder = inTimeOrder(len(a.changes), func(n int) time.Time { return a.changes[n].ts })
+	slices.SortFunc(s.acceptsLo, func(x, y time.Time) int { return x.Compare(y) })
+	s.execsInOrder = inTimeOrder(len(s.execAt), func(n int) time.Time { return s.execAt[n] })
+	s.changesInOrder = inTimeOrder(len(s.changes), func(n int) time.Time { return s.changes[n].ts })
 }
 
 // walk does learn's walk, from scratch. It stops, reporting false, at an
 // event out of seq order.
-func (a *analysis) walk() bool {
-	a.procs = &procs{byID: map[string]*proc{}}
-	a.facts = make([]fact, len(a.events))
-	a.execs, a.execAt, a.execCall, a.execNums, a.changes = nil, nil, nil, nil, nil
-	a.paths = pathIndex{ids: map[string]int32{}}
-	a.dnsByPID, a.answers, a.binds, a.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
-	// The access mode last seen and what it asks for: there are a handful.
-	var access string
-	var reads, writes, creates bool
-	for i, e := range a.events {
-		if i > 0 && e.Seq < a.events[i-1].Seq {
+func (s *facts) walk() bool {
+	s.procs = &procs{byID: map[string]*proc{}}
+	s.byEvent = make([]fact, len(s.events))
+	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
+	s.paths = newPathIndex()
+	s.commands = make([][]int8, numCommandSets)
+	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
+	var mode accessMode
+	for i, e := range s.events {
+		if i > 0 && e.Seq < s.events[i-1].Seq {
 			return false
 		}
 		f := fact{path: -1, written: -1}
 		var call string
-		if a.attr != nil {
-			at := a.attr.at(e.Seq)
-			switch {
-			case at == nil: // attribution's default
-				f.flags |= fUnattributed
-			case at.ToolCallID != "":
-				call = at.ToolCallID
-				if at.AfterReturn {
-					f.flags |= fLate
-				}
-			case at.Reason == correlate.ReasonAgentAPI || at.Reason == correlate.ReasonAgentBookkeeping:
-				f.flags |= fOwn
-			case at.Reason == correlate.ReasonUnattributed:
-				f.flags |= fUnattributed
-			}
+		if s.attr != nil {
+			at := s.attr.at(e.Seq)
+			call, f.flags = attributedTo(at)
 		}
-		a.procs.add(int32(i), e)
+		s.procs.add(int32(i), e)
 		switch e.Kind {
 		case event.KindExec:
 			f.flags |= fExec
-			a.execNums = append(a.execNums, int32(len(a.execs)))
-			a.execs = append(a.execs, int32(i))
-			a.execAt = append(a.execAt, e.TS)
-			a.execCall = append(a.execCall, call)
+			s.execNums = append(s.execNums, int32(len(s.execs)))
+			s.execs = append(s.execs, int32(i))
+			s.execAt = append(s.execAt, e.TS)
+			s.execCall = append(s.execCall, call)
 		case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink:
-			f.path = a.pathID(e.Path)
-			if e.Access != access {
-				access = e.Access
-				reads, writes, creates = strings.Contains(access, "read"), strings.Contains(access, "write"), strings.Contains(access, "create")
-			}
-			open := e.Kind == event.KindOpen
-			ok := succeeded(e)
-			wt := int32(-1) // what it writes or moves a file to, whether or not it succeeds
-			switch {
-			case e.Kind == event.KindRename:
-				wt = a.pathID(e.Path2)
-			case open && (writes || creates):
-				wt = f.path
-			}
-			if ok {
-				f.written = wt
-				if open && reads {
-					f.flags |= fRead
-				}
-				if removed(e) != "" {
-					f.flags |= fRemoved
-				}
-			}
-			if e.Kind == event.KindRename || open && creates {
-				f.flags |= fCreated
-			}
-			if e.Kind != event.KindChmod && (e.Kind != event.KindOpen || wt >= 0) {
-				ch := change{i: int32(i), ts: e.TS, ok: ok, edited: wt, created: wt, deleted: -1}
-				switch e.Kind {
-				case event.KindMkdir, event.KindLink:
-					ch.created = f.path
-				case event.KindUnlink, event.KindRename:
-					ch.deleted = f.path
-				}
-				a.changes = append(a.changes, ch)
-			}
+			s.fileFact(int32(i), e, &f, &mode)
 		case event.KindConnect:
 			if isEgress(e) {
 				f.flags |= fEgress
@@ -180,29 +245,108 @@ func (a *analysis) walk() bool {
 			if e.BytesSent != 0 {
 				f.flags |= fNetSent
 			}
-		case event.KindDNS:
-			a.dnsByPID[e.PID] = append(a.dnsByPID[e.PID], e)
-			for _, ans := range e.Answers {
-				words := strings.Fields(ans)
-				if len(words) == 0 {
-					continue
-				}
-				if ip, err := netip.ParseAddr(words[len(words)-1]); err == nil {
-					a.answers[ip.Unmap()] = e
-				}
-			}
-		case event.KindBind:
-			if !e.Failed() && e.Port != 0 {
-				a.binds[e.Port] = true
-			}
-		case event.KindAccept:
-			if !e.Failed() && isLoopback(e.Addr) {
-				a.acceptsLo = append(a.acceptsLo, e.TS)
-			}
+		case event.KindDNS, event.KindBind, event.KindAccept:
+			s.netIndex(e)
 		}
-		a.facts[i] = f
+		s.byEvent[i] = f
 	}
 	return true
+}
+
+// attributedTo returns the tool call of attribution at (nil: the
+// attribution's default, unattributed) and the flags it sets.
+func attributedTo(at *correlate.Attribution) (call string, flags factFlags) {
+	switch {
+	case at == nil:
+		flags |= fUnattributed
+	case at.ToolCallID != "":
+		call = at.ToolCallID
+		if at.AfterReturn {
+			flags |= fLate
+		}
+	case at.Reason == correlate.ReasonAgentAPI || at.Reason == correlate.ReasonAgentBookkeeping:
+		flags |= fOwn
+	case at.Reason == correlate.ReasonUnattributed:
+		flags |= fUnattributed
+	}
+	return call, flags
+}
+
+// accessMode is the access mode a walk saw last and what it asks for:
+// there are a handful, and most events repeat the one before.
+type accessMode struct {
+	access                 string
+	reads, writes, creates bool
+}
+
+func (m *accessMode) set(access string) {
+	if access != m.access {
+		m.access = access
+		m.reads, m.writes, m.creates = strings.Contains(access, "read"), strings.Contains(access, "write"), strings.Contains(access, "create")
+	}
+}
+
+// fileFact fills f, the fact of file event events[i], e, and records the
+// file change it makes, if any.
+func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
+	f.path = s.addPath(e.Path)
+	mode.set(e.Access)
+	open := e.Kind == event.KindOpen
+	ok := succeeded(e)
+	wt := int32(-1) // what it writes or moves a file to, whether or not it succeeds
+	switch {
+	case e.Kind == event.KindRename:
+		wt = s.addPath(e.Path2)
+	case open && (mode.writes || mode.creates):
+		wt = f.path
+	}
+	if ok {
+		f.written = wt
+		if open && mode.reads {
+			f.flags |= fRead
+		}
+		if removed(e) != "" {
+			f.flags |= fRemoved
+		}
+	}
+	if e.Kind == event.KindRename || open && mode.creates {
+		f.flags |= fCreated
+	}
+	if e.Kind != event.KindChmod && (e.Kind != event.KindOpen || wt >= 0) {
+		ch := change{i: i, ts: e.TS, ok: ok, edited: wt, created: wt, deleted: -1}
+		switch e.Kind {
+		case event.KindMkdir, event.KindLink:
+			ch.created = f.path
+		case event.KindUnlink, event.KindRename:
+			ch.deleted = f.path
+		}
+		s.changes = append(s.changes, ch)
+	}
+}
+
+// netIndex takes a dns, bind or accept event into the network indexes.
+func (s *facts) netIndex(e *event.Event) {
+	switch e.Kind {
+	case event.KindDNS:
+		s.dnsByPID[e.PID] = append(s.dnsByPID[e.PID], e)
+		for _, ans := range e.Answers {
+			words := strings.Fields(ans)
+			if len(words) == 0 {
+				continue
+			}
+			if ip, err := netip.ParseAddr(words[len(words)-1]); err == nil {
+				s.answers[ip.Unmap()] = e
+			}
+		}
+	case event.KindBind:
+		if !e.Failed() && e.Port != 0 {
+			s.binds[e.Port] = true
+		}
+	case event.KindAccept:
+		if !e.Failed() && isLoopback(e.Addr) {
+			s.acceptsLo = append(s.acceptsLo, e.TS)
+		}
+	}
 }
 
 // inTimeOrder reports whether the times at(0) … at(n-1) are all set and
@@ -214,129 +358,4 @@ func inTimeOrder(n int, at func(int) time.Time) bool {
 		}
 	}
 	return true
-}
-
-// pathIndex numbers the distinct paths of a session and keeps, per path,
-// what each path list of the policy said of it.
-type pathIndex struct {
-	ids  map[string]int32
-	strs []string // by id
-	// verdicts[set][id] is 0 before the set was asked about the path, -1
-	// for no match, n > 0 for rules[set][n-1].
-	verdicts [numSets][]int32
-	rules    [numSets][]policy.PathRule
-}
-
-// The path lists the rules ask about.
-const (
-	setSensitive = iota
-	setAgentConfig
-	setTamper
-	setNoise
-	setTestFile
-	setArtifact
-	setSystem // systemRead
-	numSets
-)
-
-// pathID returns the id of path p, -1 for "" (which no list matches).
-func (a *analysis) pathID(p string) int32 {
-	if p == "" {
-		return -1
-	}
-	id, ok := a.paths.ids[p]
-	if !ok {
-		id = int32(len(a.paths.strs))
-		a.paths.ids[p] = id
-		a.paths.strs = append(a.paths.strs, p)
-	}
-	return id
-}
-
-// match returns the entry of path list set that the path with id matches.
-func (a *analysis) match(set int, id int32) (policy.PathRule, bool) {
-	if id < 0 {
-		return policy.PathRule{}, false
-	}
-	x := &a.paths
-	v := x.verdicts[set]
-	if int(id) >= len(v) {
-		v = append(v, make([]int32, len(x.strs)-len(v))...)
-		x.verdicts[set] = v
-	}
-	switch n := v[id]; {
-	case n > 0:
-		return x.rules[set][n-1], true
-	case n < 0:
-		return policy.PathRule{}, false
-	}
-	r, ok := a.ask(set, x.strs[id])
-	if !ok {
-		v[id] = -1
-		return policy.PathRule{}, false
-	}
-	x.rules[set] = append(x.rules[set], r)
-	v[id] = int32(len(x.rules[set]))
-	return r, true
-}
-
-// ask asks path list set about p.
-func (a *analysis) ask(set int, p string) (policy.PathRule, bool) {
-	switch set {
-	case setSensitive:
-		return a.pol.Sensitive(p, a.home)
-	case setAgentConfig:
-		return a.pol.AgentConfig(p, a.home)
-	case setTamper:
-		return a.pol.Tamper(p, a.home)
-	case setNoise:
-		return policy.PathRule{}, a.pol.Noise(p, a.home)
-	case setTestFile:
-		return policy.PathRule{}, a.pol.TestFile(p, a.home)
-	case setArtifact:
-		return policy.PathRule{}, a.pol.Artifact(p, a.home)
-	case setSystem:
-		return policy.PathRule{}, systemRead(p)
-	}
-	panic("detect: unknown path list")
-}
-
-// is reports whether the path with id is in bool-only path list set.
-func (a *analysis) is(set int, id int32) bool {
-	_, ok := a.match(set, id)
-	return ok
-}
-
-// The command sets the rules match exec events against.
-const (
-	cmdTestRunner = iota
-	cmdPackageManager
-	cmdPublish
-	numCommandSets
-)
-
-// runs reports whether the exec event numbered n runs a command of set.
-// A claim rule asks again for every claim.
-func (a *analysis) runs(set int, n int32) bool {
-	c := a.commands[set]
-	if c == nil {
-		c = make([]int8, len(a.execs))
-		a.commands[set] = c
-	}
-	if c[n] == 0 {
-		var ok bool
-		switch argv := a.events[a.execs[n]].Argv; set {
-		case cmdTestRunner:
-			_, ok = a.pol.TestRunner(argv)
-		case cmdPackageManager:
-			_, ok = a.pol.PackageManager(argv)
-		case cmdPublish:
-			_, ok = a.pol.Publish(argv)
-		}
-		c[n] = -1
-		if ok {
-			c[n] = 1
-		}
-	}
-	return c[n] > 0
 }

@@ -1,9 +1,10 @@
-// Package policy holds what polygraph's detection rules are tuned with: the
-// rule table with the framework ids each rule carries (ATT&CK, ATLAS,
-// OWASP LLM, SAIF), and the policy file that switches rules off, changes
-// their severities and sets the lists and thresholds they use (egress
-// allowlist, package registries, credential paths, test runners, publish
-// commands). docs/policy.md documents the file; docs/rules.md the rules.
+// Package policy holds what polygraph's detection rules are tuned with:
+// the policy file that switches rules off, changes their severities and
+// sets the lists and thresholds they use (egress allowlist, package
+// registries, credential paths, test runners, publish commands). The
+// rules themselves, with their framework ids, are internal/detect's; it
+// registers their ids here (RegisterRule). docs/policy.md documents the
+// file; docs/rules.md the rules.
 package policy
 
 import (
@@ -84,7 +85,7 @@ type Thresholds struct {
 type Policy struct {
 	// Source is where the policy came from: "built-in" or the file's path.
 	Source string
-	// Rules has one entry for every rule id in Rules.
+	// Rules has one entry for every registered rule id (RuleIDs).
 	Rules map[string]RuleSetting
 
 	Egress           Egress
@@ -131,8 +132,8 @@ func Default() *Policy {
 		AgentPrograms:    slices.Clone(DefaultAgentPrograms),
 		Thresholds:       DefaultThresholds,
 	}
-	for _, r := range Rules {
-		p.Rules[r.ID] = RuleSetting{Enabled: true}
+	for _, id := range ruleIDs {
+		p.Rules[id] = RuleSetting{Enabled: true}
 	}
 	if err := p.compile(); err != nil {
 		panic("built-in policy: " + err.Error()) // policy_test.go keeps this from happening
@@ -210,21 +211,8 @@ func Parse(data []byte, name string) (*Policy, error) {
 	if f.Version != 0 && f.Version != 1 {
 		return nil, fmt.Errorf("%s: version %d is not supported (want 1)", name, f.Version)
 	}
-	for id, r := range f.Rules {
-		if _, ok := Rule(id); !ok {
-			return nil, fmt.Errorf("%s:%d: %w %q (rules: %s)", name, keyLine(&root, "rules", id), ErrUnknownRule, id, strings.Join(RuleIDs(), ", "))
-		}
-		s := p.Rules[id]
-		if r.Enabled != nil {
-			s.Enabled = *r.Enabled
-		}
-		if r.Severity != "" {
-			if !ValidSeverity(r.Severity) {
-				return nil, fmt.Errorf("%s:%d: rule %s: %w %q (want one of %s)", name, keyLine(&root, "rules", id), id, ErrBadSeverity, r.Severity, strings.Join(Severities, ", "))
-			}
-			s.Severity = r.Severity
-		}
-		p.Rules[id] = s
+	if err := p.setRules(f.Rules, &root, name); err != nil {
+		return nil, err
 	}
 	extend := f.Defaults == nil || *f.Defaults
 	strs := func(dst *[]string, src []string) {
@@ -262,28 +250,55 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.BuildTools, f.BuildTools)
 	strs(&p.Artifacts, f.Artifacts)
 	strs(&p.AgentPrograms, f.AgentPrograms)
-	if t := f.Thresholds; t != nil {
-		set := func(dst *int, v *int) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&p.Thresholds.PublishCount, t.PublishCount)
-		set(&p.Thresholds.Artifacts, t.Artifacts)
-		if t.RegistryBytesSent != nil {
-			p.Thresholds.RegistryBytesSent = *t.RegistryBytesSent
-		}
-		if t.TestMinDuration != nil {
-			p.Thresholds.TestMinDuration = *t.TestMinDuration
-		}
-		if t.DNSWindow != nil {
-			p.Thresholds.DNSWindow = *t.DNSWindow
-		}
+	if f.Thresholds != nil {
+		f.Thresholds.apply(&p.Thresholds)
 	}
 	if err := p.compile(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return p, nil
+}
+
+// apply sets the thresholds the file gives in th.
+func (t *thresholdsFile) apply(th *Thresholds) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&th.PublishCount, t.PublishCount)
+	set(&th.Artifacts, t.Artifacts)
+	if t.RegistryBytesSent != nil {
+		th.RegistryBytesSent = *t.RegistryBytesSent
+	}
+	if t.TestMinDuration != nil {
+		th.TestMinDuration = *t.TestMinDuration
+	}
+	if t.DNSWindow != nil {
+		th.DNSWindow = *t.DNSWindow
+	}
+}
+
+// setRules applies the file's rules section, rules, to p; root is the
+// file's YAML tree, for the lines of errors.
+func (p *Policy) setRules(rules map[string]ruleFile, root *yaml.Node, name string) error {
+	for id, r := range rules {
+		if !knownRule(id) {
+			return fmt.Errorf("%s:%d: %w %q (rules: %s)", name, keyLine(root, "rules", id), ErrUnknownRule, id, strings.Join(RuleIDs(), ", "))
+		}
+		s := p.Rules[id]
+		if r.Enabled != nil {
+			s.Enabled = *r.Enabled
+		}
+		if r.Severity != "" {
+			if !ValidSeverity(r.Severity) {
+				return fmt.Errorf("%s:%d: rule %s: %w %q (want one of %s)", name, keyLine(root, "rules", id), id, ErrBadSeverity, r.Severity, strings.Join(Severities, ", "))
+			}
+			s.Severity = r.Severity
+		}
+		p.Rules[id] = s
+	}
+	return nil
 }
 
 // compile builds the matchers from the lists.

@@ -15,12 +15,13 @@ func TestDefaultCompiles(t *testing.T) {
 	if p.Source != "built-in" {
 		t.Errorf("Source = %q", p.Source)
 	}
-	for _, r := range Rules {
-		if !p.Enabled(r.ID) {
-			t.Errorf("rule %s is off by default", r.ID)
-		}
-		if !ValidSeverity(r.Severity) {
-			t.Errorf("rule %s: default severity %q", r.ID, r.Severity)
+	ids := RuleIDs()
+	if len(ids) == 0 {
+		t.Fatal("no rules registered")
+	}
+	for _, id := range ids {
+		if !p.Enabled(id) {
+			t.Errorf("rule %s is off by default", id)
 		}
 	}
 }
@@ -320,11 +321,11 @@ thresholds:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Source != "p.yaml" || p.Enabled(RuleClaimEditMismatch) || !p.Enabled(RuleSensitiveRead) {
+	if p.Source != "p.yaml" || p.Enabled("claim-edit-mismatch") || !p.Enabled("sensitive-read") {
 		t.Errorf("rules: %+v", p.Rules)
 	}
-	if p.SeverityOverride(RuleSensitiveRead) != "critical" {
-		t.Errorf("severity override: %q", p.SeverityOverride(RuleSensitiveRead))
+	if p.SeverityOverride("sensitive-read") != "critical" {
+		t.Errorf("severity override: %q", p.SeverityOverride("sensitive-read"))
 	}
 	if !p.AllowEgress("", "127.0.0.1", 8080) || !p.AllowEgress("internal.example.com", "10.0.0.1", 22) {
 		t.Error("file egress entries not applied")
@@ -399,7 +400,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Enabled(RuleFilelessExec) {
+	if p.Enabled("fileless-exec") {
 		t.Error("JSON policy not applied")
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {

@@ -1,0 +1,58 @@
+package detect
+
+import (
+	"fmt"
+	"strings"
+)
+
+func init() {
+	register(&Rule{
+		ID:       "agent-config-read",
+		Summary:  "an AI agent's credentials or configuration were read by something other than that agent itself",
+		Severity: SeverityHigh,
+		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0083"},
+			OWASPLLM: []string{"LLM02", "LLM07"}, SAIF: []string{saifSensitive}},
+		check: agentConfigRead,
+	})
+}
+
+// agentConfigRead is the agent-config-read rule: an agent's credentials
+// or settings read by anything but that agent.
+func agentConfigRead(s *run) []Finding {
+	var g groups
+	for i := range s.byEvent {
+		f := &s.byEvent[i]
+		if f.flags&fRead == 0 || f.flags&fOwn != 0 {
+			continue
+		}
+		r, ok := s.match(setAgentConfig, f.path)
+		if !ok {
+			continue
+		}
+		e := s.events[i]
+		sev := severity(r.Severity, s.rule.Severity)
+		note := ""
+		names := s.procs.names(e.ExecID)
+		if r.IsClient(names) {
+			if s.attr == nil {
+				continue // without a transcript, the agent's own program is the agent
+			}
+			sev, note = SeverityInfo, fmt.Sprintf("read by that agent's own program (%s), started by a tool call", strings.Join(names, "/"))
+		}
+		call, who := s.actor(e)
+		g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
+			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note}
+		}, e.Seq)
+	}
+	var out []Finding
+	for _, k := range g.order {
+		x := g.m[k]
+		detail := fmt.Sprintf("%s was read by %s", s.display(x.path), x.who)
+		if x.note != "" {
+			detail += ": " + x.note
+		}
+		out = append(out, s.finding(x.sev, "Agent credentials or configuration read: "+s.display(x.path),
+			detail+".", x.call, capped(x.seqs, 20), false))
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package detect
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// TestClaimTestsNotRun runs the claim-tests-not-run cases. It is one long table of cases,
+// each a short session, so it runs past 80 lines.
+func TestClaimTestsNotRun(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "no runner at all",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "echo 'all tests passed'")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "echo 'all tests passed'")
+				sh.exit(0)
+				b.claim(transcript.ClaimTestsPassed, "All 12 tests pass.", "12", "t1")
+			},
+			want: []string{"high claim-tests-not-run"},
+			check: func(t *testing.T, fs []Finding) {
+				f := find(t, fs, "claim-tests-not-run")
+				if f.Claim != "All 12 tests pass." || f.ToolCallID != "t1" || !strings.Contains(f.Detail, "echo") {
+					t.Errorf("finding %+v", f)
+				}
+				if !slices.Equal(f.Frameworks.OWASPLLM, []string{"LLM09"}) {
+					t.Errorf("frameworks %+v", f.Frameworks)
+				}
+			},
+		},
+		{
+			name: "runner failed while the agent says they pass",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "pytest -q | tail -3")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "pytest -q | tail -3")
+				py := sh.spawn(201, "", "/usr/bin/python3.12", "/usr/bin/python3", "/usr/local/bin/pytest", "-q")
+				py.open(proj+"/tests/test_app.py", "read")
+				b.wait(time.Second)
+				py.exit(1)
+				sh.exit(0)
+				b.claim(transcript.ClaimTestsPassed, "All tests pass now.", "", "t1")
+			},
+			want: []string{"high claim-tests-not-run"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := find(t, fs, "claim-tests-not-run"); !strings.Contains(f.Detail, "exited with status 1") {
+					t.Errorf("detail %q", f.Detail)
+				}
+			},
+		},
+		{
+			name: "one sentence, two claims, one finding",
+			build: func(b *builder) {
+				b.agent(100, "/usr/local/bin/claude")
+				b.claim(transcript.ClaimTestsRan, "I ran the tests: all 3 tests pass.", "")
+				b.claim(transcript.ClaimTestsPassed, "I ran the tests: all 3 tests pass.", "3")
+			},
+			want: []string{"high claim-tests-not-run"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Title, "pass") {
+					t.Errorf("want the tests-passed finding: %+v", fs[0])
+				}
+			},
+		},
+		{
+			name: "an earlier failure then a pass is fine",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				for i, code := range []int{1, 0} {
+					id := []string{"t1", "t2"}[i]
+					b.shell(id, "npm test")
+					sh := ag.spawn(uint32(200+10*i), id, "/usr/bin/bash", "bash", "-c", "npm test")
+					npm := sh.spawn(uint32(201+10*i), "", "/usr/bin/node", "node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "test")
+					jest := npm.spawn(uint32(202+10*i), "", "/usr/bin/node", "node", proj+"/node_modules/.bin/jest")
+					jest.open(proj+"/src/app.test.js", "read")
+					b.wait(2 * time.Second)
+					jest.exit(code)
+					npm.exit(code)
+					sh.exit(code)
+				}
+				b.claim(transcript.ClaimTestsPassed, "The tests pass.", "", "t1", "t2")
+			},
+			want: nil,
+		},
+		{
+			name: "runner exits at once without reading a test file",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cargo test")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "cargo test")
+				c := sh.spawn(201, "", home+"/.cargo/bin/cargo", "cargo", "test")
+				c.exit(0)
+				sh.exit(0)
+				b.claim(transcript.ClaimTestsRan, "I ran the test suite.", "", "t1")
+			},
+			want: []string{"medium claim-tests-not-run"},
+		},
+		{
+			name: "no linked calls: anything before the claim counts",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "./scripts/check.sh")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "./scripts/check.sh")
+				g := sh.spawn(201, "", "/usr/local/go/bin/go", "go", "test", "./...")
+				g.open(proj+"/x_test.go", "read")
+				b.wait(time.Second)
+				g.exit(0)
+				sh.exit(0)
+				b.claim(transcript.ClaimTestsPassed, "Everything is green: all tests pass.", "")
+			},
+			want: nil,
+		},
+		{
+			name: "a runner after the claim does not count",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.claim(transcript.ClaimTestsPassed, "All tests pass.", "")
+				b.wait(time.Minute)
+				b.shell("t1", "go test ./...")
+				g := ag.spawn(201, "t1", "/usr/local/go/bin/go", "go", "test", "./...")
+				g.open(proj+"/x_test.go", "read")
+				g.exit(0)
+			},
+			want: []string{"high claim-tests-not-run"},
+		},
+	})
+}

@@ -1,0 +1,63 @@
+package detect
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMassPublish runs the mass-publish cases.
+func TestMassPublish(t *testing.T) {
+	publish := func(n int) func(b *builder) {
+		return func(b *builder) {
+			ag := b.agent(100, "/usr/local/bin/claude")
+			for i := range n {
+				id := "t" + string(rune('1'+i))
+				b.shell(id, "npm publish")
+				p := ag.spawn(uint32(200+i), id, "/usr/bin/node", "node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "publish")
+				p.dns("registry.npmjs.org")
+				p.connect("104.16.1.34", 443)
+				p.exit(0)
+			}
+		}
+	}
+	runCases(t, []ruleCase{
+		{name: "one publish", build: publish(1), want: []string{"low mass-publish"}},
+		{name: "three publishes", build: publish(3), want: []string{"high mass-publish"}},
+		{
+			name: "many artifacts and a gem push",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "for g in *.gemspec; do gem build $g; done; gem push a-1.0.gem")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				for i := range 6 {
+					g := sh.spawn(uint32(201+i), "", "/usr/bin/ruby3.1", "/usr/bin/ruby3.1", "/usr/bin/gem", "build", "x.gemspec")
+					g.open(proj+"/pkg-"+string(rune('a'+i))+"-1.0.gem", "write,create")
+					g.exit(0)
+				}
+				p := sh.spawn(220, "", "/usr/bin/ruby", "ruby", "/usr/bin/gem", "push", "pkg-a-1.0.gem")
+				p.dns("rubygems.org")
+				p.connect("151.101.2.2", 443)
+				p.exit(0)
+			},
+			want: []string{"high mass-publish", "low claim-edit-mismatch"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := fs[0]; f.ToolCallID != "t1" || !strings.Contains(f.Detail, "6 package artifacts") {
+					t.Errorf("finding %+v", f)
+				}
+			},
+		},
+		{
+			name: "bytes to a registry without a publish command",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "node up.js")
+				n := ag.spawn(200, "t1", "/usr/bin/node", "node", "up.js")
+				n.dns("registry.npmjs.org")
+				n.connect("104.16.1.34", 443)
+				n.sent("104.16.1.34", 443, 20<<20)
+				n.exit(0)
+			},
+			want: []string{"medium mass-publish"},
+		},
+	})
+}

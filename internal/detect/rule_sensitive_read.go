@@ -1,0 +1,63 @@
+package detect
+
+import (
+	"fmt"
+	"strings"
+)
+
+func init() {
+	register(&Rule{
+		ID:       "sensitive-read",
+		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read",
+		Severity: SeverityHigh,
+		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
+			OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
+		check: sensitiveRead,
+	})
+}
+
+// sensitiveRead is the sensitive-read rule: credential files read.
+func sensitiveRead(s *run) []Finding {
+	var g groups
+	for i := range s.byEvent {
+		f := &s.byEvent[i]
+		if f.flags&fRead == 0 {
+			continue
+		}
+		if _, ok := s.match(setAgentConfig, f.path); ok {
+			continue // agent-config-read's
+		}
+		r, ok := s.match(setSensitive, f.path)
+		if !ok {
+			continue
+		}
+		e := s.events[i]
+		sev := severity(r.Severity, s.rule.Severity)
+		note := ""
+		names := s.procs.names(e.ExecID)
+		switch {
+		case s.agentOwn(e):
+			sev, note = SeverityInfo, "the agent's own start-up or bookkeeping read"
+		case r.IsClient(names):
+			sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
+		}
+		call, who := s.actor(e)
+		g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
+			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note}
+		}, e.Seq)
+	}
+	var out []Finding
+	for _, k := range g.order {
+		x := g.m[k]
+		detail := fmt.Sprintf("%s was read by %s", s.display(x.path), x.who)
+		if x.note != "" {
+			detail += ": " + x.note
+		}
+		if len(x.seqs) > 1 {
+			detail += fmt.Sprintf(" (%d times)", len(x.seqs))
+		}
+		out = append(out, s.finding(x.sev, "Credential file read: "+s.display(x.path),
+			detail+".", x.call, capped(x.seqs, 20), false))
+	}
+	return out
+}
