@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -15,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/report"
-	"github.com/polygraph/polygraph/internal/sensor"
 )
 
 // ProfileResult is where the time goes: the kernel's run time of each
@@ -114,7 +116,7 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 		return nil, err
 	}
 	ids := watchProgIDs()
-	res, err := sensor.Record(ctx, sensor.RecordOptions{Home: filepath.Join(dir, "home"), Mode: "run", Command: cmdline})
+	res, err := record.Record(ctx, record.Options{Home: filepath.Join(dir, "home"), Mode: "run", Command: cmdline})
 	ours := ids.Stop()
 	pprof.StopCPUProfile()
 	cpu1 := selfCPU()

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/report"
-	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -81,18 +81,18 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	ro := sensor.RecordOptions{
+	ro := record.Options{
 		Home: home, Mode: "run", Command: args, Linger: opts.linger,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 	}
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()
 	}
-	return record(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
+	return recordAndReport(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }
 
-// record runs a recording, then prints its report; shared by run and attach.
-func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *reportFlags, stdout, stderr io.Writer) error {
+// recordAndReport runs a recording, then prints its report; shared by run and attach.
+func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *reportFlags, stdout, stderr io.Writer) error {
 	if err := checkReportFlags("text", rf.failOn); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *repor
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
 	}
 	restoreGC := recordingGC()
-	res, err := sensor.Record(ctx, ro)
+	res, err := record.Record(ctx, ro)
 	restoreGC()
 	if err != nil {
 		return err
