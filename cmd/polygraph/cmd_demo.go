@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/record"
-	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -176,7 +176,9 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	rep, err := report.Analyze(report.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
+	rctx, stop := reportContext(ctx)
+	defer stop()
+	rep, err := analysis.Run(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
@@ -45,7 +46,7 @@ Exit status: 0; 3 when --fail-on SEV is given and a finding at or above SEV
 			return runReport(cmd.Context(), opts, args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&opts.transcript, "transcript", report.TranscriptAuto, "transcript file, or auto, or none")
+	cmd.Flags().StringVar(&opts.transcript, "transcript", analysis.TranscriptAuto, "transcript file, or auto, or none")
 	cmd.Flags().StringVar(&opts.format, "format", "text", "text, json or html")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
@@ -61,7 +62,7 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	if err != nil {
 		return err
 	}
-	ro := report.Options{Transcript: opts.transcript, Policy: pol}
+	ro := analysis.Options{Transcript: opts.transcript, Policy: pol}
 	if len(args) == 1 {
 		home, err := session.Home()
 		if err != nil {
@@ -70,10 +71,10 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 		if ro.SessionPath, err = session.Resolve(home, args[0]); err != nil {
 			return err
 		}
-	} else if opts.transcript == report.TranscriptAuto || opts.transcript == report.TranscriptNone {
-		return &usageError{report.ErrNothing}
+	} else if opts.transcript == analysis.TranscriptAuto || opts.transcript == analysis.TranscriptNone {
+		return &usageError{analysis.ErrNothing}
 	}
-	rep, err := report.Analyze(ro)
+	rep, err := analysis.Run(ctx, ro)
 	if err != nil {
 		return err
 	}
