@@ -13,6 +13,35 @@ import (
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
+// renderers are the report's formats, in the order help lists them.
+var renderers = []struct {
+	name  string
+	write func(*Report, io.Writer) error
+}{
+	{"text", (*Report).WriteText},
+	{"json", (*Report).WriteJSON},
+	{"html", (*Report).WriteHTML},
+}
+
+// Formats names the formats Write renders, in the order help lists them.
+func Formats() []string {
+	out := make([]string, len(renderers))
+	for i, r := range renderers {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Write renders the report in format, one of Formats.
+func (r *Report) Write(w io.Writer, format string) error {
+	for _, x := range renderers {
+		if x.name == format {
+			return x.write(r, w)
+		}
+	}
+	return fmt.Errorf("unknown report format %q (%s)", format, strings.Join(Formats(), ", "))
+}
+
 // WriteJSON writes the report as one JSON document.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
