@@ -53,9 +53,6 @@ func NewSummary(rootPID uint32) *Summary {
 		read: map[string]bool{}, hosts: map[string]bool{}, dns: map[string]bool{}}
 }
 
-// SetRoot names the root process once it is known.
-func (s *Summary) SetRoot(pid uint32) { s.rootPID = pid }
-
 // Observe adds one event.
 func (s *Summary) Observe(e *event.Event) {
 	s.Events++
