@@ -132,9 +132,6 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	// only if the heap outgrows the events by a margin.
 	debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 	if err != nil {
-		if ctx.Err() != nil {
-			return recorded{}, err
-		}
 		return recorded{}, fmt.Errorf("read session %s: %w", path, err)
 	}
 	left, err := r.Leftovers()
