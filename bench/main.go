@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures what polygraph costs: each workload runs bare and
 // under each tracer (polygraph, strace, auditd, bpftrace), interleaved
 // run by run, and the medians are printed as a table against bare, with
@@ -24,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/record"
 )
 
 // config is the command line.
@@ -52,8 +54,8 @@ type config struct {
 func main() {
 	// Record (used by the profile step) runs the traced command through a
 	// shim: this very binary, started with the shim's marker argument.
-	if len(os.Args) > 1 && os.Args[1] == sensor.ShimArg {
-		os.Exit(sensor.ShimMain(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == record.ShimArg {
+		os.Exit(record.ShimMain(os.Args[2:]))
 	}
 	var c config
 	var only, tracers string

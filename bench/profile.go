@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -15,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/report"
-	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/record"
 )
 
 // ProfileResult is where the time goes: the kernel's run time of each
@@ -25,7 +27,7 @@ import (
 type ProfileResult struct {
 	Sensor []SensorProfile `json:"sensor"`
 	// ReportCPUTop and ReportAllocTop are `go tool pprof -top` of
-	// report.Analyze on the synthetic session, in this process.
+	// analysis.Run on the synthetic session, in this process.
 	ReportCPUTop   []string `json:"report_cpu_top,omitempty"`
 	ReportAllocTop []string `json:"report_alloc_top,omitempty"`
 	ReportS        float64  `json:"report_s,omitempty"`
@@ -114,7 +116,7 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 		return nil, err
 	}
 	ids := watchProgIDs()
-	res, err := sensor.Record(ctx, sensor.RecordOptions{Home: filepath.Join(dir, "home"), Mode: "run", Command: cmdline})
+	res, err := record.Record(ctx, record.Options{Home: filepath.Join(dir, "home"), Mode: "run", Command: cmdline})
 	ours := ids.Stop()
 	pprof.StopCPUProfile()
 	cpu1 := selfCPU()
@@ -232,7 +234,7 @@ func (w *progWatcher) Stop() map[uint32]bool {
 	return w.ids
 }
 
-// profileReport runs report.Analyze on a synthetic session in this
+// profileReport runs analysis.Run on a synthetic session in this
 // process under the CPU profiler, and records its allocations. The
 // session is the full-size one when the report on it takes under
 // profileReportMax, the largest smaller one of the same shape otherwise.
@@ -261,7 +263,7 @@ func profileReport(ctx context.Context, e *env, pr *ProfileResult) error {
 		return err
 	}
 	start := time.Now()
-	rep, err := report.Analyze(report.Options{SessionPath: path, Transcript: report.TranscriptNone})
+	rep, err := analysis.Run(ctx, analysis.Options{SessionPath: path, Transcript: analysis.TranscriptNone})
 	if err == nil {
 		err = rep.WriteJSON(discard{})
 	}
@@ -333,7 +335,7 @@ func (p *ProfileResult) text(b *strings.Builder) {
 		}
 	}
 	if len(p.ReportCPUTop) > 0 {
-		fmt.Fprintf(b, "\nprofile, report.Analyze on the synthetic session (in-process, %.2f s):\n", p.ReportS)
+		fmt.Fprintf(b, "\nprofile, analysis.Run on the synthetic session (in-process, %.2f s):\n", p.ReportS)
 		for _, l := range p.ReportCPUTop {
 			fmt.Fprintln(b, "  "+l)
 		}
@@ -358,7 +360,7 @@ func (p *ProfileResult) markdown(b *strings.Builder) {
 		b.WriteString("\n```\n" + strings.Join(s.CPUTop, "\n") + "\n```\n\n")
 	}
 	if len(p.ReportCPUTop) > 0 {
-		fmt.Fprintf(b, "Profile, `report.Analyze` on the synthetic session in the bench's process (%.2f s):\n\n```\n%s\n```\n\nAllocations:\n\n```\n%s\n```\n",
+		fmt.Fprintf(b, "Profile, `analysis.Run` on the synthetic session in the bench's process (%.2f s):\n\n```\n%s\n```\n\nAllocations:\n\n```\n%s\n```\n",
 			p.ReportS, strings.Join(p.ReportCPUTop, "\n"), strings.Join(p.ReportAllocTop, "\n"))
 	}
 }

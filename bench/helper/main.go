@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command helper is the bench's workload side: one small static binary,
 // built by the bench into its temporary directory, that runs unchanged
 // under every tracer. It times the workload from inside the traced tree

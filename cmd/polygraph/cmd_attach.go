@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -46,5 +46,5 @@ func runAttach(ctx context.Context, opts *attachOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return record(ctx, sensor.RecordOptions{Home: home, Mode: "attach", AttachPID: opts.pid}, opts.json, &opts.reportFlags, stdout, stderr)
+	return recordAndReport(ctx, record.Options{Home: home, Mode: "attach", AttachPID: opts.pid}, opts.json, &opts.reportFlags, stdout, stderr)
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/report"
-	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -164,7 +164,7 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fakeHome, "DEMO_PORT=" + port, "LANG=C"}
 
 	var evs []*event.Event
-	res, err := sensor.Record(ctx, sensor.RecordOptions{
+	res, err := record.Record(ctx, record.Options{
 		Home: home, Mode: "demo", Command: []string{bash, "agent.sh"}, Dir: dir, Env: env,
 		Linger: 3e9, Stdout: io.Discard, Stderr: stderr,
 		Observe: func(e *event.Event) {
@@ -176,7 +176,9 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	rep, err := report.Analyze(report.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
+	rctx, stop := reportContext(ctx)
+	defer stop()
+	rep, err := analysis.Run(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
@@ -27,7 +30,7 @@ func init() { commands = append(commands, newReportCommand) }
 func newReportCommand(g *globalOptions) *cobra.Command {
 	opts := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report [SESSION] [--transcript F] [--format text|json|html] [-o F] [--fail-on SEV]",
+		Use:   "report [SESSION] [--transcript F] [--format " + strings.Join(report.Formats(), "|") + "] [-o F] [--fail-on SEV]",
 		Short: "Line a session up with the agent's transcript and report where they disagree",
 		Long: `Attribute every event of SESSION to the tool call that caused it, run the
 rules (docs/rules.md) and print, per tool call, what the agent said and what
@@ -45,8 +48,8 @@ Exit status: 0; 3 when --fail-on SEV is given and a finding at or above SEV
 			return runReport(cmd.Context(), opts, args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&opts.transcript, "transcript", report.TranscriptAuto, "transcript file, or auto, or none")
-	cmd.Flags().StringVar(&opts.format, "format", "text", "text, json or html")
+	cmd.Flags().StringVar(&opts.transcript, "transcript", analysis.TranscriptAuto, "transcript file, or auto, or none")
+	cmd.Flags().StringVar(&opts.format, "format", "text", orList(report.Formats()))
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
@@ -61,7 +64,7 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	if err != nil {
 		return err
 	}
-	ro := report.Options{Transcript: opts.transcript, Policy: pol}
+	ro := analysis.Options{Transcript: opts.transcript, Policy: pol}
 	if len(args) == 1 {
 		home, err := session.Home()
 		if err != nil {
@@ -70,10 +73,10 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 		if ro.SessionPath, err = session.Resolve(home, args[0]); err != nil {
 			return err
 		}
-	} else if opts.transcript == report.TranscriptAuto || opts.transcript == report.TranscriptNone {
-		return &usageError{report.ErrNothing}
+	} else if opts.transcript == analysis.TranscriptAuto || opts.transcript == analysis.TranscriptNone {
+		return &usageError{analysis.ErrNothing}
 	}
-	rep, err := report.Analyze(ro)
+	rep, err := analysis.Run(ctx, ro)
 	if err != nil {
 		return err
 	}
@@ -84,10 +87,8 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 }
 
 func checkReportFlags(format, fail string) error {
-	switch format {
-	case "text", "json", "html":
-	default:
-		return &usageError{fmt.Errorf("unknown --format %q (text, json or html)", format)}
+	if !slices.Contains(report.Formats(), format) {
+		return &usageError{fmt.Errorf("unknown --format %q (%s)", format, orList(report.Formats()))}
 	}
 	if fail != "" && detect.Severity(fail).Rank() < 0 {
 		return &usageError{fmt.Errorf("unknown --fail-on severity %q (info, low, medium, high or critical)", fail)}
@@ -117,13 +118,15 @@ func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err 
 		}()
 		w = f
 	}
-	switch format {
-	case "json":
-		return rep.WriteJSON(w)
-	case "html":
-		return rep.WriteHTML(w)
+	return rep.Write(w, format)
+}
+
+// orList joins items as a sentence does: "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
 	}
-	return rep.WriteText(w)
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // failOn maps --fail-on to exit status 3.

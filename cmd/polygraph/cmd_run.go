@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"os/user"
 	"runtime/debug"
 	"strconv"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/polygraph/polygraph/internal/report"
-	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -34,7 +35,7 @@ type reportFlags struct {
 }
 
 func addReportFlags(cmd *cobra.Command, f *reportFlags) {
-	cmd.Flags().StringVar(&f.transcript, "transcript", report.TranscriptAuto, "the agent's transcript: auto (discover it), none, or a file")
+	cmd.Flags().StringVar(&f.transcript, "transcript", analysis.TranscriptAuto, "the agent's transcript: auto (discover it), none, or a file")
 	cmd.Flags().StringVar(&f.policy, "policy", "", "policy file (default: the built-in policy)")
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as HTML to this file")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
@@ -81,18 +82,18 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	ro := sensor.RecordOptions{
+	ro := record.Options{
 		Home: home, Mode: "run", Command: args, Linger: opts.linger,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 	}
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()
 	}
-	return record(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
+	return recordAndReport(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }
 
-// record runs a recording, then prints its report; shared by run and attach.
-func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *reportFlags, stdout, stderr io.Writer) error {
+// recordAndReport runs a recording, then prints its report; shared by run and attach.
+func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *reportFlags, stdout, stderr io.Writer) error {
 	if err := checkReportFlags("text", rf.failOn); err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *repor
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
 	}
 	restoreGC := recordingGC()
-	res, err := sensor.Record(ctx, ro)
+	res, err := record.Record(ctx, ro)
 	restoreGC()
 	if err != nil {
 		return err
@@ -115,7 +116,9 @@ func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *repor
 		}
 		return nil
 	}
-	rep, err := report.Analyze(report.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
+	rctx, stop := reportContext(ctx)
+	defer stop()
+	rep, err := analysis.Run(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
 	if err != nil {
 		// The session is safe on disk; say why the report is missing and
 		// keep the command's status.
@@ -139,6 +142,14 @@ func record(ctx context.Context, ro sensor.RecordOptions, asJSON bool, rf *repor
 		return err
 	}
 	return failOn(rep, rf.failOn)
+}
+
+// reportContext is the context of the report that follows a recording.
+// The interrupt that ended the recording (attach stops on Ctrl-C, run
+// passes it to the command) has cancelled ctx already and must not cancel
+// the report as well; an interrupt during the report does.
+func reportContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
 }
 
 // sudoCredential returns the invoking user's credentials and environment

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/polygraph/polygraph/internal/record"
 )
 
 // Exit codes, mapped in one place. `run` passes the traced command's own
@@ -88,8 +90,8 @@ own status (127 when the command is not found).`,
 var commands []func(*globalOptions) *cobra.Command
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == shimArg {
-		os.Exit(shimMain(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == record.ShimArg {
+		os.Exit(record.ShimMain(os.Args[2:]))
 	}
 	os.Exit(run())
 }

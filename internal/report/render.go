@@ -13,6 +13,35 @@ import (
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
+// renderers are the report's formats, in the order help lists them.
+var renderers = []struct {
+	name  string
+	write func(*Report, io.Writer) error
+}{
+	{"text", (*Report).WriteText},
+	{"json", (*Report).WriteJSON},
+	{"html", (*Report).WriteHTML},
+}
+
+// Formats names the formats Write renders, in the order help lists them.
+func Formats() []string {
+	out := make([]string, len(renderers))
+	for i, r := range renderers {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Write renders the report in format, one of Formats.
+func (r *Report) Write(w io.Writer, format string) error {
+	for _, x := range renderers {
+		if x.name == format {
+			return x.write(r, w)
+		}
+	}
+	return fmt.Errorf("unknown report format %q (%s)", format, strings.Join(Formats(), ", "))
+}
+
 // WriteJSON writes the report as one JSON document.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -70,18 +99,35 @@ func list(items []string, max int) string {
 // findings first), unattributed activity, and claims.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	r.textHeader(&b)
+	r.textFindings(&b)
+	r.textToolCalls(&b)
+	r.textUnattributed(&b)
+	fmt.Fprintf(&b, "\nCLAIMS (%d)\n", len(r.Claims))
+	for _, c := range r.Claims {
+		refs := "no tool call"
+		if len(c.ToolCallIDs) > 0 {
+			refs = strings.Join(c.ToolCallIDs, ", ")
+		}
+		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), c.Kind, oneLine(c.Text, 100), refs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// textHeader writes the notes, the summary, the transcript read and the
+// attribution counts.
+func (r *Report) textHeader(b *strings.Builder) {
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		fmt.Fprintf(b, "note: %s\n", n)
 	}
 	if r.Summary != nil {
-		var sb strings.Builder
-		r.Summary.WriteText(&sb)
-		b.WriteString(sb.String())
+		r.Summary.WriteText(b) // a strings.Builder never fails
 	}
 	if r.Transcript != nil {
-		fmt.Fprintf(&b, "  transcript %s (%s, %d tool calls, %d claims", r.Transcript.Path, r.Transcript.Agent, len(r.ToolCalls), len(r.Claims))
+		fmt.Fprintf(b, "  transcript %s (%s, %d tool calls, %d claims", r.Transcript.Path, r.Transcript.Agent, len(r.ToolCalls), len(r.Claims))
 		if r.Transcript.Warnings > 0 {
-			fmt.Fprintf(&b, ", %d unreadable lines", r.Transcript.Warnings)
+			fmt.Fprintf(b, ", %d unreadable lines", r.Transcript.Warnings)
 		}
 		b.WriteString(")\n")
 	}
@@ -94,10 +140,14 @@ func (r *Report) WriteText(w io.Writer) error {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "  attributed %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  attributed %s\n", strings.Join(parts, ", "))
 	}
+}
 
-	fmt.Fprintf(&b, "\nFINDINGS (%d)\n", len(r.Findings))
+// textFindings writes every finding with its detail, claim, tool call,
+// evidence and framework ids.
+func (r *Report) textFindings(b *strings.Builder) {
+	fmt.Fprintf(b, "\nFINDINGS (%d)\n", len(r.Findings))
 	if len(r.Findings) == 0 {
 		if r.KernelEvidence {
 			b.WriteString("  none\n")
@@ -106,37 +156,41 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, f.Title)
+		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, f.Title)
 		if f.Detail != "" {
 			for _, l := range strings.Split(strings.TrimSpace(f.Detail), "\n") {
-				fmt.Fprintf(&b, "               %s\n", l)
+				fmt.Fprintf(b, "               %s\n", l)
 			}
 		}
 		if f.Claim != "" {
-			fmt.Fprintf(&b, "               claim: %q\n", oneLine(f.Claim, 120))
+			fmt.Fprintf(b, "               claim: %q\n", oneLine(f.Claim, 120))
 		}
 		tc := f.ToolCallID
 		if tc == "" {
 			tc = "unattributed"
 		}
-		fmt.Fprintf(&b, "               tool call: %s", tc)
+		fmt.Fprintf(b, "               tool call: %s", tc)
 		if len(f.Evidence) > 0 {
-			fmt.Fprintf(&b, "; evidence: event %s", seqs(f.Evidence, 8))
+			fmt.Fprintf(b, "; evidence: event %s", seqs(f.Evidence, 8))
 		}
 		b.WriteString("\n")
 		if fw := frameworks(f.Frameworks); fw != "" {
-			fmt.Fprintf(&b, "               %s\n", fw)
+			fmt.Fprintf(b, "               %s\n", fw)
 		}
 	}
+}
 
-	fmt.Fprintf(&b, "\nTOOL CALLS (%d)\n", len(r.ToolCalls))
+// textToolCalls writes each tool call, divergences first: what the agent
+// said and what the kernel saw.
+func (r *Report) textToolCalls(b *strings.Builder) {
+	fmt.Fprintf(b, "\nTOOL CALLS (%d)\n", len(r.ToolCalls))
 	for _, v := range r.orderedCalls() {
 		c := v.Call
 		mark := " "
 		if len(v.Findings) > 0 {
 			mark = "!"
 		}
-		fmt.Fprintf(&b, "%s %s  %-5s %s  [%s]\n", mark, clock(c.StartedAt), c.Kind, callLabel(c), c.ID)
+		fmt.Fprintf(b, "%s %s  %-5s %s  [%s]\n", mark, clock(c.StartedAt), c.Kind, callLabel(c), c.ID)
 		said := []string{}
 		switch {
 		case c.Rejected:
@@ -150,7 +204,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			said = append(said, fmt.Sprintf("result %q", oneLine(strings.TrimSpace(c.Result), 80)))
 		}
 		if len(said) > 0 {
-			fmt.Fprintf(&b, "      agent said:  %s\n", strings.Join(said, "; "))
+			fmt.Fprintf(b, "      agent said:  %s\n", strings.Join(said, "; "))
 		}
 		if k := v.Kernel; k != nil {
 			if k.Events == 0 {
@@ -182,37 +236,30 @@ func (r *Report) WriteText(w io.Writer) error {
 				if k.Late > 0 {
 					saw = append(saw, fmt.Sprintf("%d events after the call returned", k.Late))
 				}
-				fmt.Fprintf(&b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
+				fmt.Fprintf(b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
 			}
 		}
 		if len(v.Findings) > 0 {
-			fmt.Fprintf(&b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
+			fmt.Fprintf(b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
 		}
 	}
+}
 
+// textUnattributed writes the events no tool call explains (or, without
+// a transcript, only how many there are).
+func (r *Report) textUnattributed(b *strings.Builder) {
 	if r.KernelEvidence && r.Transcript == nil {
-		fmt.Fprintf(&b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, r.Session.ID)
+		fmt.Fprintf(b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, r.Session.ID)
 	} else if r.KernelEvidence {
-		fmt.Fprintf(&b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
+		fmt.Fprintf(b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
 		for i, e := range r.Unattributed {
 			if i == 20 {
-				fmt.Fprintf(&b, "  … %d more (polygraph report --format json lists them all)\n", len(r.Unattributed)-20)
+				fmt.Fprintf(b, "  … %d more (polygraph report --format json lists them all)\n", len(r.Unattributed)-20)
 				break
 			}
-			fmt.Fprintf(&b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, e.Comm, e.Kind, eventWhat(e))
+			fmt.Fprintf(b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, e.Comm, e.Kind, eventWhat(e))
 		}
 	}
-
-	fmt.Fprintf(&b, "\nCLAIMS (%d)\n", len(r.Claims))
-	for _, c := range r.Claims {
-		refs := "no tool call"
-		if len(c.ToolCallIDs) > 0 {
-			refs = strings.Join(c.ToolCallIDs, ", ")
-		}
-		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), c.Kind, oneLine(c.Text, 100), refs)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // eventWhat is a short description of an event's object.

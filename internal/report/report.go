@@ -1,3 +1,7 @@
+// Package report builds and renders what people read about a session:
+// the one-screen summary and the full report, as text, JSON or HTML. It
+// reads nothing itself; package analysis reads the session and the
+// transcript, attributes and detects, and hands the pieces to Build.
 package report
 
 import (
@@ -10,7 +14,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -18,7 +22,7 @@ import (
 // agent said and what the kernel saw, what nothing explains, and the
 // findings. Its JSON form is the --format json document.
 type Report struct {
-	Session        *session.Meta       `json:"session,omitempty"`
+	Session        *manifest.Meta      `json:"session,omitempty"`
 	Transcript     *TranscriptInfo     `json:"transcript,omitempty"`
 	KernelEvidence bool                `json:"kernel_evidence"`
 	Notes          []string            `json:"notes,omitempty"`
@@ -70,9 +74,11 @@ type KernelView struct {
 // NoKernelNote is said when a report has a transcript but no session.
 const NoKernelNote = "no kernel evidence: this report shows only the agent's own account (record the agent with `polygraph run` to check it)"
 
-// Build assembles a report. Any of sess (with events), tr, attr may be
-// missing; findings may be nil.
-func Build(meta *session.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
+// Build assembles a report. Any of meta (with sum), tr, attr may be
+// missing; findings may be nil. The notes say what is missing or
+// incomplete: no kernel evidence, no transcript, an unclean close, lost
+// events.
+func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
 	r := &Report{Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
 		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}}
 	if r.Findings == nil {
@@ -83,6 +89,12 @@ func Build(meta *session.Meta, sum *Summary, tr *transcript.Transcript, attr *co
 	}
 	if meta != nil && tr == nil {
 		r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
+	}
+	if meta != nil && !meta.CleanClose {
+		r.Notes = append(r.Notes, "the session was not closed cleanly (polygraph was killed): events after the last flush are missing")
+	}
+	if meta != nil && sum != nil && sum.LostTotal > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d events were lost while recording: what the kernel saw is incomplete", sum.LostTotal))
 	}
 	if tr != nil {
 		r.Transcript = &TranscriptInfo{Path: tr.Path, Format: tr.Format, Agent: tr.Agent, SessionID: tr.SessionID, Warnings: len(tr.Warnings)}

@@ -2,9 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,52 +9,9 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
-
-const corpus = "../../../shared/corpus/transcripts"
-
-// TestTranscriptOnly: with no session, the report still shows every tool
-// call and claim, says that no kernel evidence exists, and finds nothing.
-func TestTranscriptOnly(t *testing.T) {
-	path := filepath.Join(corpus, "claude-code/codemie-code/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("corpus not beside the repo: %v", err)
-	}
-	rep, err := Analyze(Options{Transcript: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.KernelEvidence || len(rep.Notes) == 0 || rep.Notes[0] != NoKernelNote {
-		t.Errorf("kernel evidence %v, notes %q", rep.KernelEvidence, rep.Notes)
-	}
-	if len(rep.ToolCalls) != 6 || len(rep.Claims) == 0 || len(rep.Findings) != 0 {
-		t.Errorf("%d calls (want 6), %d claims, %d findings (want 0)", len(rep.ToolCalls), len(rep.Claims), len(rep.Findings))
-	}
-	var text, js bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"no kernel evidence", "TOOL CALLS (6)", "Bash rm hello.js", "CLAIMS ("} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("text lacks %q", want)
-		}
-	}
-	if strings.Contains(text.String(), "UNATTRIBUTED") {
-		t.Error("a transcript-only report has no unattributed section")
-	}
-	if err := rep.WriteJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc["kernel_evidence"] != false {
-		t.Fatalf("json: %v %v", err, doc["kernel_evidence"])
-	}
-	if _, err := Analyze(Options{}); err != ErrNothing {
-		t.Errorf("no input: %v", err)
-	}
-}
 
 func TestBuildOrdersDivergencesFirst(t *testing.T) {
 	now := time.Now()
@@ -80,7 +34,7 @@ func TestBuildOrdersDivergencesFirst(t *testing.T) {
 	}
 	findings := []detect.Finding{{ID: "F1", Rule: "sensitive-read", Severity: detect.SeverityHigh, Title: "Credential file read",
 		ToolCallID: "b", Evidence: []uint64{7}, Frameworks: detect.Frameworks{ATTACK: []string{"T1552.001"}}}}
-	meta := &session.Meta{ID: "s1", Command: []string{"claude"}, StartedAt: now}
+	meta := &manifest.Meta{ID: "s1", Command: []string{"claude"}, StartedAt: now}
 	rep := Build(meta, nil, tr, attr, findings)
 
 	if rep.MaxSeverity() != detect.SeverityHigh {

@@ -1,9 +1,6 @@
-// Package report turns recorded sessions into what people read: the
-// one-screen summary `run` prints, and (with correlation) the full report.
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +10,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 )
 
 // Summary accumulates the headline facts of a session from its events.
@@ -29,19 +26,19 @@ type Summary struct {
 	Processes int      `json:"processes"` // processes started (forks) plus the root
 	Execs     int      `json:"execs"`
 	// Programs counts execs by program path.
-	Programs     map[string]int     `json:"programs"`
-	FilesWritten []string           `json:"files_written"`
-	FilesRead    int                `json:"files_read"` // distinct paths opened for reading
-	FailedOpens  int                `json:"failed_opens"`
-	Hosts        []string           `json:"hosts"` // peers connected to, addr:port
-	DNS          []string           `json:"dns"`   // names queried
-	BytesSent    uint64             `json:"bytes_sent"`
-	BytesRecv    uint64             `json:"bytes_recv"`
-	Lost         map[string]uint64  `json:"lost"`
-	LostTotal    uint64             `json:"lost_total"`
-	LeftRunning  []session.Leftover `json:"left_running"`
-	Unavailable  []string           `json:"unavailable,omitempty"`
-	Events       uint64             `json:"events"`
+	Programs     map[string]int      `json:"programs"`
+	FilesWritten []string            `json:"files_written"`
+	FilesRead    int                 `json:"files_read"` // distinct paths opened for reading
+	FailedOpens  int                 `json:"failed_opens"`
+	Hosts        []string            `json:"hosts"` // peers connected to, addr:port
+	DNS          []string            `json:"dns"`   // names queried
+	BytesSent    uint64              `json:"bytes_sent"`
+	BytesRecv    uint64              `json:"bytes_recv"`
+	Lost         map[string]uint64   `json:"lost"`
+	LostTotal    uint64              `json:"lost_total"`
+	LeftRunning  []manifest.Leftover `json:"left_running"`
+	Unavailable  []string            `json:"unavailable,omitempty"`
+	Events       uint64              `json:"events"`
 	rootPID      uint32
 	written      map[string]bool
 	read         map[string]bool
@@ -55,9 +52,6 @@ func NewSummary(rootPID uint32) *Summary {
 	return &Summary{rootPID: rootPID, Programs: map[string]int{}, written: map[string]bool{},
 		read: map[string]bool{}, hosts: map[string]bool{}, dns: map[string]bool{}}
 }
-
-// SetRoot names the root process once it is known.
-func (s *Summary) SetRoot(pid uint32) { s.rootPID = pid }
 
 // Observe adds one event.
 func (s *Summary) Observe(e *event.Event) {
@@ -125,7 +119,7 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // Finish completes the summary with what only the end of a session knows.
-func (s *Summary) Finish(meta session.Meta, left []session.Leftover, exitCode *int) {
+func (s *Summary) Finish(meta manifest.Meta, left []manifest.Leftover, exitCode *int) {
 	s.Session, s.Path, s.Command = meta.ID, meta.Path, meta.Command
 	if exitCode != nil {
 		s.ExitCode = exitCode
@@ -159,15 +153,8 @@ func (s *Summary) Finish(meta session.Meta, left []session.Leftover, exitCode *i
 		s.DNS = []string{}
 	}
 	if s.LeftRunning == nil {
-		s.LeftRunning = []session.Leftover{}
+		s.LeftRunning = []manifest.Leftover{}
 	}
-}
-
-// WriteJSON writes the summary as one JSON document.
-func (s *Summary) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
 }
 
 // listed prints at most max items of a list, then how many more.

@@ -22,22 +22,6 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 )
 
-// ErrPermission is returned when the kernel refuses to load the programs
-// for lack of privilege.
-var ErrPermission = errors.New("tracing needs root (or CAP_BPF and CAP_PERFMON): run it with sudo")
-
-// Options tune the sensor.
-type Options struct {
-	// RingBytes is the ring buffer size (a power of two, multiple of the
-	// page size). Zero means 16 MiB.
-	RingBytes int
-	// QueueLen bounds the decoded events waiting for the sink. Zero means 65536.
-	QueueLen int
-}
-
-// Sink receives decoded events, in order, on one goroutine.
-type Sink func(*event.Event)
-
 // Sensor is the loaded and attached set of BPF programs.
 type Sensor struct {
 	coll        *ebpf.Collection
@@ -49,7 +33,6 @@ type Sensor struct {
 	dec         *Decoder
 	queue       chan *event.Event
 	unavailable []string
-	shimImage   string // exec id of run's shim before it execs the command
 
 	mu       sync.Mutex
 	dropped  uint64 // events dropped because the sink was slow
@@ -355,14 +338,6 @@ func (s *Sensor) drainPeers(pid uint32, like *event.Event) {
 		}
 		s.emit(e)
 	}
-}
-
-// Stats are the sensor's loss counters.
-type Stats struct {
-	RingLost  uint64 // records the kernel could not put in the ring buffer
-	TrackLost uint64 // processes or syscalls the tracking maps had no room for
-	Dropped   uint64 // decoded events the sink could not keep up with
-	BadRecs   uint64 // records that did not decode
 }
 
 // Stats reads the loss counters.

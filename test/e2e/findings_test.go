@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/detect"
-	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/testenv"
 	"github.com/polygraph/polygraph/test/fakellm"
@@ -189,7 +189,7 @@ func TestFindings(t *testing.T) {
 				}
 				path, err := session.Resolve(pghome, "last")
 				must(t, err)
-				rep, err := report.Analyze(report.Options{SessionPath: path, Transcript: report.TranscriptAuto})
+				rep, err := analysis.Run(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
 				must(t, err)
 				if rep.Transcript == nil {
 					t.Fatalf("no transcript discovered for the session (home %s)", r.Home)

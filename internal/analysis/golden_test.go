@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 )
 
 // updateGolden rewrites testdata/golden/*.json from the current code:
-// `go test ./internal/report -run Golden -update`. A change to a golden
+// `go test ./internal/analysis -run Golden -update`. A change to a golden
 // file is a change of behaviour and belongs in its own commit.
 var updateGolden = flag.Bool("update", false, "rewrite the golden reports")
 
@@ -40,7 +40,7 @@ func TestGoldenReports(t *testing.T) {
 	for _, agent := range []string{"claude", "codex", "gemini"} {
 		t.Run(agent, func(t *testing.T) {
 			sessPath, trPath, tmp := writeRecorded(t, agent)
-			rep, err := Analyze(Options{SessionPath: sessPath, Transcript: trPath})
+			rep, err := Run(t.Context(), Options{SessionPath: sessPath, Transcript: trPath})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,77 +1,87 @@
-package sensor
+package record
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
-
-// ShimArg is the hidden first argument that makes polygraph act as the
-// shim: a child that waits until it is traced, then execs the command.
-const ShimArg = "__polygraph_shim"
-
-// RecordOptions say what to trace and where to store it.
-type RecordOptions struct {
-	Home    string   // session directory root (session.Home())
-	Mode    string   // run, attach, demo
-	Command []string // run: the command and its arguments
-	Dir     string   // run: working directory ("" = ours)
-	Env     []string // run: environment (nil = ours)
-	// Credential runs the command as another user (the invoking user under sudo).
-	Credential *syscall.Credential
-	AttachPID  int           // attach: the root of the tree to join
-	Linger     time.Duration // run: how long to keep tracing leftovers after the command exits
-	Stdin      io.Reader
-	Stdout     io.Writer
-	Stderr     io.Writer
-	// Observe sees every event as it is stored (the summary).
-	Observe func(*event.Event)
-	// Started is called once the session exists, with its metadata.
-	Started func(session.Meta)
-	Sensor  Options
-}
-
-// RecordResult is what a finished recording left.
-type RecordResult struct {
-	Meta      session.Meta
-	ExitCode  *int // the traced command's; nil when unknown (attach)
-	Leftovers []session.Leftover
-	Stats     Stats
-}
 
 // Record loads the sensor, creates the session, runs or joins the tree,
 // and stores everything the kernel reports until the tree is gone (or,
 // for run, the command exited and --linger passed). The session is
 // complete whatever the traced command does: crash, signal, daemons.
 // Nothing is left behind when the sensor cannot load.
-func Record(ctx context.Context, o RecordOptions) (*RecordResult, error) {
-	s, err := New(o.Sensor)
+func Record(ctx context.Context, o Options) (*Result, error) {
+	s, err := sensor.New(o.Sensor)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
 
+	w, err := session.Create(o.Home, newMeta(o, s.Unavailable()))
+	if err != nil {
+		return nil, err
+	}
+	if o.Started != nil {
+		o.Started(w.Meta())
+	}
+	// The shim (polygraph itself, waiting to exec the command) is traced
+	// from before its exec; what its Go runtime does is polygraph's, not
+	// the command's. Only its exit (when the command could not be
+	// started) is a fact about the command. runCommand names its image
+	// once it exists; the sink runs on the sensor's goroutine.
+	var shimImage atomic.Pointer[string]
+	s.Start(func(ev *event.Event) {
+		if p := shimImage.Load(); p != nil && ev.ExecID == *p && ev.Kind != event.KindExit {
+			return
+		}
+		w.Add(ev)
+		if o.Observe != nil {
+			o.Observe(ev)
+		}
+	})
+
+	var res Result
+	switch o.Mode {
+	case "attach":
+		err = attachTree(ctx, s, o.AttachPID)
+	default:
+		res.ExitCode, err = runCommand(ctx, s, w, o, &shimImage)
+	}
+	if err != nil {
+		s.Stop()
+		w.Close(nil)
+		return nil, err
+	}
+	if err := finish(s, w, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// newMeta describes the session about to be recorded.
+func newMeta(o Options, unavailable []string) session.Meta {
 	user, uid, _, home := session.InvokingUser()
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	meta := session.Meta{
 		Mode: o.Mode, Command: o.Command, User: user, UID: uid, Home: home, Hostname: host,
-		Kernel: unix.ByteSliceToString(uts.Release[:]), Cwd: o.Dir, Unavailable: s.Unavailable(),
+		Kernel: unix.ByteSliceToString(uts.Release[:]), Cwd: o.Dir, Unavailable: unavailable,
 	}
 	if meta.Cwd == "" {
 		meta.Cwd, _ = os.Getwd()
@@ -88,40 +98,12 @@ func Record(ctx context.Context, o RecordOptions) (*RecordResult, error) {
 			meta.Cwd = cwd
 		}
 	}
-	w, err := session.Create(o.Home, meta)
-	if err != nil {
-		return nil, err
-	}
-	if o.Started != nil {
-		o.Started(w.Meta())
-	}
-	s.Start(func(ev *event.Event) {
-		// The shim (polygraph itself, waiting to exec the command) is
-		// traced from before its exec; what its Go runtime does is
-		// polygraph's, not the command's. Only its exit (when the command
-		// could not be started) is a fact about the command.
-		if ev.ExecID == s.shimImage && ev.Kind != event.KindExit {
-			return
-		}
-		w.Add(ev)
-		if o.Observe != nil {
-			o.Observe(ev)
-		}
-	})
+	return meta
+}
 
-	var res RecordResult
-	switch o.Mode {
-	case "attach":
-		err = s.attachTree(ctx, o.AttachPID)
-	default:
-		res.ExitCode, err = s.runCommand(ctx, w, o)
-	}
-	if err != nil {
-		s.Stop()
-		w.Close(nil)
-		return nil, err
-	}
-
+// finish stops the sensor once the tree is done, lists what outlived it,
+// stores the loss counters and closes the session.
+func finish(s *sensor.Sensor, w *session.Writer, res *Result) error {
 	// Whatever is still tracked now outlived the command (and the linger).
 	alive := s.Tracked()
 	slog.Debug("command done; stopping sensor", "alive", len(alive))
@@ -132,7 +114,7 @@ func Record(ctx context.Context, o RecordOptions) (*RecordResult, error) {
 			continue // exited between the check and the stop
 		}
 		res.Leftovers = append(res.Leftovers, session.Leftover{
-			PID: pid, ExecID: s.dec.ExecIDOf(pid), Comm: procComm(int(pid)), Argv: procArgv(int(pid)),
+			PID: pid, ExecID: s.Decoder().ExecIDOf(pid), Comm: procComm(int(pid)), Argv: procArgv(int(pid)),
 		})
 	}
 	res.Stats = s.Stats()
@@ -145,15 +127,16 @@ func Record(ctx context.Context, o RecordOptions) (*RecordResult, error) {
 	w.SetLeftovers(res.Leftovers)
 	slog.Debug("closing session")
 	if err := w.Close(res.ExitCode); err != nil {
-		return nil, err
+		return err
 	}
 	res.Meta = w.Meta()
-	return &res, nil
+	return nil
 }
 
 // runCommand starts the command through the shim, tracks it before it
-// execs, forwards signals, waits for it and then lingers.
-func (s *Sensor) runCommand(ctx context.Context, w *session.Writer, o RecordOptions) (*int, error) {
+// execs (naming the shim's image in shimImage), forwards signals, waits
+// for it and then lingers.
+func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Options, shimImage *atomic.Pointer[string]) (*int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find polygraph's own binary: %w", err)
@@ -181,9 +164,10 @@ func (s *Sensor) runCommand(ctx context.Context, w *session.Writer, o RecordOpti
 	}
 	pr.Close()
 	pid := cmd.Process.Pid
-	start, err := StartTimeNS(pid)
+	start, err := sensor.StartTimeNS(pid)
 	if err == nil {
-		s.shimImage = event.ExecID(uint32(pid), start)
+		id := event.ExecID(uint32(pid), start)
+		shimImage.Store(&id)
 		err = s.Track(uint32(pid), start)
 	}
 	if err != nil {
@@ -196,16 +180,33 @@ func (s *Sensor) runCommand(ctx context.Context, w *session.Writer, o RecordOpti
 	pw.Write([]byte{1}) // release the shim: it execs the command, traced
 	pw.Close()
 
+	werr := waitForwarding(cmd, sigs)
+	code := exitStatus(cmd.ProcessState, werr)
+
+	// Linger: keep tracing what the command left running.
+	deadline := time.Now().Add(o.Linger)
+	for time.Now().Before(deadline) && len(s.Tracked()) > 0 {
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-sigs:
+			deadline = time.Now()
+		}
+	}
+	return code, nil
+}
+
+// waitForwarding waits for cmd, passing on the signals polygraph gets:
+// an interrupt only when the terminal did not already send it to the
+// command's group, and the third one as SIGKILL.
+func waitForwarding(cmd *exec.Cmd, sigs <-chan os.Signal) error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	interrupts := 0
 	fg := foregroundTTY()
-	var werr error
-wait:
 	for {
 		select {
-		case werr = <-done:
-			break wait
+		case err := <-done:
+			return err
 		case sig := <-sigs:
 			if sig == os.Interrupt {
 				interrupts++
@@ -221,18 +222,6 @@ wait:
 			cmd.Process.Signal(sig)
 		}
 	}
-	code := exitStatus(cmd.ProcessState, werr)
-
-	// Linger: keep tracing what the command left running.
-	deadline := time.Now().Add(o.Linger)
-	for time.Now().Before(deadline) && len(s.Tracked()) > 0 {
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-sigs:
-			deadline = time.Now()
-		}
-	}
-	return code, nil
 }
 
 // exitStatus maps a finished process to a shell-style status.
@@ -255,14 +244,14 @@ func foregroundTTY() bool {
 
 // attachTree tracks pid and its descendants and waits until they are all
 // gone or ctx is cancelled.
-func (s *Sensor) attachTree(ctx context.Context, root int) error {
+func attachTree(ctx context.Context, s *sensor.Sensor, root int) error {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", root)); err != nil {
 		return fmt.Errorf("attach: no process %d", root)
 	}
 	// Two passes: a child forked while the first pass ran is caught by the second.
 	for pass := 0; pass < 2; pass++ {
 		for _, pid := range descendants(root) {
-			if start, err := StartTimeNS(pid); err == nil {
+			if start, err := sensor.StartTimeNS(pid); err == nil {
 				if err := s.Track(uint32(pid), start); err != nil {
 					return err
 				}
@@ -341,36 +330,4 @@ func procArgv(pid int) []string {
 func procComm(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return strings.TrimSpace(string(b))
-}
-
-// ShimMain is the shim's whole life: wait on fd 3 until the parent has
-// put this process under tracing, then become the command. It returns
-// only on failure, with the shell's status for it (127 not found, 126 not
-// executable).
-func ShimMain(args []string) int {
-	ready := os.NewFile(3, "ready")
-	var b [1]byte
-	if n, _ := ready.Read(b[:]); n != 1 {
-		fmt.Fprintln(os.Stderr, "polygraph: tracing did not start; not running the command")
-		return 1
-	}
-	ready.Close()
-	if len(args) == 0 {
-		return 0
-	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(os.Stderr, "polygraph: %s: command not found\n", args[0])
-			return 127
-		}
-		fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
-		return 126
-	}
-	err = syscall.Exec(path, args, os.Environ())
-	fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
-	if errors.Is(err, syscall.ENOENT) {
-		return 127
-	}
-	return 126
 }

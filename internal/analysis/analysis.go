@@ -1,0 +1,158 @@
+// Package analysis is polygraph's pipeline from a recorded session to a
+// report: it reads the session's events (summarising them on the way),
+// finds or reads the agent's transcript, attributes the events to tool
+// calls and runs the rules. Package report only builds and renders what
+// comes out; the report, run, attach and demo verbs all go through Run.
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// TranscriptAuto and TranscriptNone are the special values of
+// Options.Transcript; anything else is a path.
+const (
+	TranscriptAuto = "auto"
+	TranscriptNone = "none"
+)
+
+// Options say what to analyze.
+type Options struct {
+	// SessionPath is the session file; "" for a transcript-only report.
+	SessionPath string
+	// Transcript is auto (discover it from the session), none, or a path.
+	Transcript string
+	// Policy is the policy to apply (nil: the default).
+	Policy *policy.Policy
+}
+
+// ErrNothing is returned when neither a session nor a transcript is given.
+var ErrNothing = errors.New("nothing to report: give a SESSION, --transcript FILE, or both")
+
+// maxPresize bounds the events slice Run sizes from the session's event
+// count, which a damaged file could overstate.
+const maxPresize = 1 << 24
+
+// checkEvery is how many events the read loop takes between looks at the
+// context: often enough to stop within a millisecond, rarely enough to
+// cost nothing.
+const checkEvery = 1024
+
+// recorded is what the session file holds, read.
+type recorded struct {
+	meta   *session.Meta
+	events []*event.Event
+	sum    *report.Summary
+}
+
+// Run reads the session and the transcript, attributes the events, runs
+// the rules and builds the report. It stops with ctx's error when ctx is
+// cancelled: between stages, and while reading events.
+func Run(ctx context.Context, o Options) (*report.Report, error) {
+	pol := o.Policy
+	if pol == nil {
+		pol = policy.Default()
+	}
+	if o.SessionPath == "" && (o.Transcript == "" || o.Transcript == TranscriptAuto || o.Transcript == TranscriptNone) {
+		return nil, ErrNothing
+	}
+	var rec recorded
+	if o.SessionPath != "" {
+		// The analysis keeps every event it reads, so a collection during
+		// the read or the analysis finds little garbage and rescans the
+		// whole growing heap: on a million events that was a fifth of the
+		// report's time. The collector is off until the report is built,
+		// and readSession caps the heap once the events are in.
+		defer batchGC()()
+		var err error
+		if rec, err = readSession(ctx, o.SessionPath); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tr, err := findTranscript(o.Transcript, rec.meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var attr *correlate.Result
+	var findings []detect.Finding
+	if rec.meta != nil {
+		// Every rule weighs the agent's account against the kernel's;
+		// without a session there is nothing to weigh it against.
+		attr = correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
+	}
+	return report.Build(rec.meta, rec.sum, tr, attr, findings), nil
+}
+
+// readSession reads every event of the session at path, summarising
+// them as they come, and the processes left running. The caller has
+// turned the collector off (batchGC).
+func readSession(ctx context.Context, path string) (recorded, error) {
+	r, err := session.Open(path)
+	if err != nil {
+		return recorded{}, err
+	}
+	defer r.Close()
+	m := r.Meta()
+	rec := recorded{meta: &m, sum: report.NewSummary(uint32(m.RootPID))}
+	// Sized up front: growing a million-event slice by doubling copies it
+	// a dozen times and leaves the old arrays to the GC.
+	rec.events = make([]*event.Event, 0, min(m.Events, maxPresize))
+	err = r.Events(session.Filter{}, func(e *event.Event) error {
+		if len(rec.events)%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		rec.events = append(rec.events, e)
+		rec.sum.Observe(e)
+		return nil
+	})
+	// Run turned the collector off (see there); from here it collects
+	// only if the heap outgrows the events by a margin.
+	debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
+	if err != nil {
+		return recorded{}, fmt.Errorf("read session %s: %w", path, err)
+	}
+	left, err := r.Leftovers()
+	if err != nil {
+		return recorded{}, err
+	}
+	rec.sum.Finish(m, left, m.ExitCode)
+	return rec, nil
+}
+
+// findTranscript returns the transcript the option names: none, the one
+// the session's agent wrote (auto), or the file at a path.
+func findTranscript(opt string, meta *session.Meta) (*transcript.Transcript, error) {
+	switch opt {
+	case TranscriptNone:
+		return nil, nil
+	case "", TranscriptAuto:
+		if meta == nil {
+			return nil, nil
+		}
+		return discover(meta), nil
+	}
+	return transcript.ParseFile(opt, transcript.Options{})
+}

@@ -1,0 +1,51 @@
+// Package record runs a command (or joins a running process tree) under
+// the sensor and stores what the kernel reports into a new session: it
+// loads the sensor, creates the session, forwards signals to the command,
+// lingers for what the command left running and lists the leftovers.
+// Recording needs Linux; elsewhere Record returns ErrNeedsLinux, so the
+// analysis verbs still build and run there.
+package record
+
+import (
+	"errors"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+// ErrNeedsLinux is what Record returns on a system without the kernel
+// sensor.
+var ErrNeedsLinux = errors.New("recording needs Linux (the sensor is eBPF); the session, events and report verbs work here")
+
+// Options say what to trace and where to store it.
+type Options struct {
+	Home    string   // session directory root (session.Home())
+	Mode    string   // run, attach, demo
+	Command []string // run: the command and its arguments
+	Dir     string   // run: working directory ("" = ours)
+	Env     []string // run: environment (nil = ours)
+	// Credential runs the command as another user (the invoking user under sudo).
+	Credential *syscall.Credential
+	AttachPID  int           // attach: the root of the tree to join
+	Linger     time.Duration // run: how long to keep tracing leftovers after the command exits
+	Stdin      io.Reader
+	Stdout     io.Writer
+	Stderr     io.Writer
+	// Observe sees every event as it is stored (the demo's timeline).
+	Observe func(*event.Event)
+	// Started is called once the session exists, with its metadata.
+	Started func(session.Meta)
+	Sensor  sensor.Options
+}
+
+// Result is what a finished recording left.
+type Result struct {
+	Meta      session.Meta
+	ExitCode  *int // the traced command's; nil when unknown (attach)
+	Leftovers []session.Leftover
+	Stats     sensor.Stats
+}
