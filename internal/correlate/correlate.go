@@ -1,8 +1,6 @@
 package correlate
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -73,12 +71,8 @@ func Attribute(events []*event.Event, tr *transcript.Transcript, meta session.Me
 		meta: meta,
 		res:  &Result{ByCall: map[string]*CallActivity{}, Counts: map[Reason]int{}},
 	}
-	evs := events
-	if !a.scan(evs) { // not in seq order
-		evs = append([]*event.Event(nil), events...)
-		slices.SortStableFunc(evs, func(x, y *event.Event) int { return cmp.Compare(x.Seq, y.Seq) })
-		a.scan(evs)
-	}
+	evs, _ := event.InSeqOrder(events)
+	a.scan(evs)
 	calls := prepareCalls(tr, meta, a.res)
 	a.calls = newCallIndex(calls, opts.slack())
 	a.decideAll()
@@ -136,14 +130,11 @@ var reasons = [...]Reason{ReasonLineage, ReasonInProcess, ReasonAgentAPI, Reason
 // of a session without a transcript need nothing more, and the second
 // walk need not read them again. It reports false, having stopped, at an
 // event out of seq order.
-func (a *attributor) scan(evs []*event.Event) bool {
+func (a *attributor) scan(evs []*event.Event) {
 	b := lineage.NewBuilder()
 	a.runs, a.forks, a.peers = nil, nil, nil
 	a.res.Attributions = make([]Attribution, len(evs))
 	for i, e := range evs {
-		if i > 0 && e.Seq < evs[i-1].Seq {
-			return false
-		}
 		if im := b.Add(int32(i), e); i == 0 || im != a.runs[len(a.runs)-1].im {
 			a.runs = append(a.runs, run{from: int32(i), im: im})
 		}
@@ -157,8 +148,8 @@ func (a *attributor) scan(evs []*event.Event) bool {
 		at.Seq, at.Reason = e.Seq, ReasonUnattributed
 	}
 	a.tree = b.Tree()
+	a.res.Tree, a.res.Events = a.tree, evs
 	a.notes = make([]imageNote, len(a.tree.Images()))
-	return true
 }
 
 // run is a stretch of consecutive events of one image.

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -89,6 +90,11 @@ type Result struct {
 	// AfterReturn counts the events marked AfterReturn (they are counted
 	// under ReasonLineage in Counts and listed in Unattributed).
 	AfterReturn int `json:"after_return"`
+	// Tree is the session's process tree, built once here and read by
+	// the rules too; its images index Events, the session's events in
+	// seq order.
+	Tree   *lineage.Tree  `json:"-"`
+	Events []*event.Event `json:"-"`
 }
 
 // Of returns the attribution of the event with the given seq, or nil.

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
 )
 
 // attribution returns the verdict on e; ok is false without attribution.
@@ -46,15 +48,15 @@ func (s *facts) actor(e *event.Event) (call, who string) {
 			if at.AfterReturn {
 				who += ", after the call had returned,"
 			}
-			return at.ToolCallID, who + " in " + s.procs.describe(e.ExecID)
+			return at.ToolCallID, who + " in " + s.tree.Describe(e.ExecID)
 		case at.Reason == correlate.ReasonAgentAPI || at.Reason == correlate.ReasonAgentBookkeeping:
-			return "", "the agent itself, " + s.procs.describe(e.ExecID)
+			return "", "the agent itself, " + s.tree.Describe(e.ExecID)
 		}
 	}
 	if s.attr == nil && s.agent[e.ExecID] {
-		return "", "the traced command itself (no transcript to attribute it), " + s.procs.describe(e.ExecID)
+		return "", "the traced command itself (no transcript to attribute it), " + s.tree.Describe(e.ExecID)
 	}
-	return "", "an unattributed process, " + s.procs.describe(e.ExecID)
+	return "", "an unattributed process, " + s.tree.Describe(e.ExecID)
 }
 
 // describeCall names a tool call with what it asked for.
@@ -134,4 +136,19 @@ func (x *attrIndex) at(seq uint64) *correlate.Attribution {
 		return nil
 	}
 	return &x.ats[i]
+}
+
+// names are the program names of image id (policy.ProgramNames of the
+// exec that gave it its program), or its comm when no exec was recorded.
+func (s *facts) names(id string) []string {
+	return s.tree.Names(id, func(e *event.Event) []string { return policy.ProgramNames(e.Path, e.Argv) })
+}
+
+// excerpt is s on one line, cut to n bytes with an ellipsis.
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -124,7 +125,7 @@ func (s *facts) topMatches(nums []int32, set *commandSet) []*event.Event {
 	}
 	var out []*event.Event
 	for _, e := range all {
-		if !s.procs.hasAncestor(e.ExecID, func(p *proc) bool { return matched[p.id] }) {
+		if !s.tree.HasAncestor(e.ExecID, func(p *lineage.Image) bool { return matched[p.ID] }) {
 			out = append(out, e)
 		}
 	}
@@ -178,11 +179,11 @@ func firstCall(c *transcript.Claim) string {
 // exitStatus describes how image id ended; failed is true for a non-zero
 // status or a signal, known false when no exit was recorded.
 func (s *facts) exitStatus(id string) (desc string, failed, known bool, seq uint64) {
-	p := s.procs.byID[id]
-	if p == nil || p.exit == nil {
+	p := s.tree.Image(id)
+	if p == nil || p.Exit == nil {
 		return "", false, false, 0
 	}
-	x := p.exit
+	x := p.Exit
 	switch {
 	case x.Signal != 0:
 		return fmt.Sprintf("was killed by signal %d", x.Signal), true, true, x.Seq

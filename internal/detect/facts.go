@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -33,10 +33,7 @@ type facts struct {
 	pol    *policy.Policy
 	home   string
 	events []*event.Event // in seq order
-	// ownEvents says events is the facts' own copy of the caller's
-	// slice, not the slice itself (see learn).
-	ownEvents bool
-	procs     *procs
+	tree   *lineage.Tree
 
 	attr  *attrIndex // nil without attribution
 	calls map[string]*transcript.ToolCall
@@ -124,8 +121,8 @@ func newFacts(in Input) *facts {
 	}
 	if s.attr == nil {
 		for id := range s.agent {
-			if p := s.procs.byID[id]; p != nil {
-				for _, i := range p.events {
+			if p := s.tree.Image(id); p != nil {
+				for _, i := range p.Events {
 					s.byEvent[i].flags |= fOwn
 				}
 			}
@@ -139,29 +136,27 @@ func newFacts(in Input) *facts {
 // the agent programs it starts directly (node codex.js → codex), with
 // their forks up to the point they exec something else.
 func (s *facts) traceAgent(root uint32) {
-	var queue []*proc
-	for _, p := range s.procs.byID {
-		if p.pid == root {
-			s.agent[p.id] = true
+	var queue []*lineage.Image
+	for _, p := range s.tree.Images() {
+		if p.PID == root {
+			s.agent[p.ID] = true
 			queue = append(queue, p)
 		}
 	}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, c := range p.children {
-			cp := s.procs.byID[c]
-			if cp == nil || s.agent[c] || cp.exec != nil && !s.pol.AgentProgram(s.procs.names(c)) {
-				continue
+		for _, kids := range [2][]*lineage.Image{p.Next, p.Children} {
+			for _, c := range kids {
+				if s.agent[c.ID] || c.Exec != nil && !s.pol.AgentProgram(s.names(c.ID)) {
+					continue
+				}
+				s.agent[c.ID] = true
+				queue = append(queue, c)
 			}
-			s.agent[c] = true
-			queue = append(queue, cp)
 		}
 	}
 }
-
-// bySeq orders events by seq.
-func bySeq(x, y *event.Event) int { return cmp.Compare(x.Seq, y.Seq) }
 
 // change is an event that changed a file, or tried to (unlink, rename,
 // mkdir, link, an open asking to write or create), as the claim rules,
@@ -192,25 +187,27 @@ func (ch *change) of(kind transcript.ClaimKind) int32 {
 // learn builds the process tree and fills the facts (but for fOwn
 // without attribution, which needs the whole tree), the exec and
 // file-change lists and the network indexes, in one walk over the events;
-// the events are sorted by seq first if they are not.
-//
-// The caller's slice serves as it is unless it needs sorting: then the
-// facts work on a copy.
+// the events are put in seq order first if they are not (event.InSeqOrder).
+// The process tree is the one attribution built, when there is one.
 func (s *facts) learn() {
-	if !s.walk() {
-		s.events, s.ownEvents = slices.Clone(s.events), true
-		slices.SortStableFunc(s.events, bySeq)
-		s.walk()
+	if r := s.in.Attribution; r != nil && r.Tree != nil {
+		s.events, s.tree = r.Events, r.Tree
+	} else {
+		s.events, _ = event.InSeqOrder(s.events)
 	}
+	s.walk()
 	slices.SortFunc(s.acceptsLo, func(x, y time.Time) int { return x.Compare(y) })
 	s.execsInOrder = inTimeOrder(len(s.execAt), func(n int) time.Time { return s.execAt[n] })
 	s.changesInOrder = inTimeOrder(len(s.changes), func(n int) time.Time { return s.changes[n].ts })
 }
 
-// walk does learn's walk, from scratch. It stops, reporting false, at an
-// event out of seq order.
-func (s *facts) walk() bool {
-	s.procs = &procs{byID: map[string]*proc{}}
+// walk does learn's walk over events in seq order, building the process
+// tree unless learn was handed one.
+func (s *facts) walk() {
+	var lb *lineage.Builder
+	if s.tree == nil {
+		lb = lineage.NewBuilder()
+	}
 	s.byEvent = make([]fact, len(s.events))
 	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
 	s.paths = newPathIndex()
@@ -218,16 +215,15 @@ func (s *facts) walk() bool {
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	var mode accessMode
 	for i, e := range s.events {
-		if i > 0 && e.Seq < s.events[i-1].Seq {
-			return false
-		}
 		f := fact{path: -1, written: -1}
 		var call string
 		if s.attr != nil {
 			at := s.attr.at(e.Seq)
 			call, f.flags = attributedTo(at)
 		}
-		s.procs.add(int32(i), e)
+		if lb != nil {
+			lb.Add(int32(i), e)
+		}
 		switch e.Kind {
 		case event.KindExec:
 			f.flags |= fExec
@@ -250,7 +246,9 @@ func (s *facts) walk() bool {
 		}
 		s.byEvent[i] = f
 	}
-	return true
+	if lb != nil {
+		s.tree = lb.Tree()
+	}
 }
 
 // attributedTo returns the tool call of attribution at (nil: the

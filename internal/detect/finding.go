@@ -5,7 +5,7 @@
 // A rule is a Rule value in its own file, rule_<id>.go: its metadata, its
 // check and the registration. The facts every rule reads (facts.go, with
 // the path and command lists in paths.go and the process tree in
-// procs.go) are built once per session before any rule runs; a rule that
+// internal/lineage) are built once per session before any rule runs; a rule that
 // builds on another's findings says so in Rule.Needs.
 package detect
 

@@ -32,7 +32,7 @@ func agentConfigRead(s *run) []Finding {
 		e := s.events[i]
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
-		names := s.procs.names(e.ExecID)
+		names := s.names(e.ExecID)
 		if r.IsClient(names) {
 			if s.attr == nil {
 				continue // without a transcript, the agent's own program is the agent

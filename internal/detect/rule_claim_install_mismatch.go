@@ -78,8 +78,8 @@ func offRegistry(s *run) []Finding {
 		var hosts []string
 		var seqs []uint64
 		seen := map[string]bool{}
-		for _, p := range s.procs.subtree(pm.ExecID) {
-			for _, i := range p.events {
+		for _, p := range s.tree.Subtree(pm.ExecID) {
+			for _, i := range p.Events {
 				if s.byEvent[i].flags&fEgress == 0 {
 					continue
 				}

@@ -115,7 +115,7 @@ func claimTest(s *run, out []Finding, c *transcript.Claim) []Finding {
 		f.Claim = c.Text
 		return append(out, f)
 	}
-	if d, ok := s.procs.duration(last.ExecID, s.events); ok && time.Duration(d) < s.pol.Thresholds.TestMinDuration && !ranTests(s, last.ExecID) {
+	if d, ok := s.tree.Duration(last.ExecID); ok && d < s.pol.Thresholds.TestMinDuration && !ranTests(s, last.ExecID) {
 		detail := fmt.Sprintf("The agent said %q, but the test run %s %s after %v without opening any test file: it did not really run tests.",
 			c.Text, cmdline(last), status, time.Duration(d).Round(time.Millisecond))
 		seqs := []uint64{last.Seq}
@@ -133,8 +133,8 @@ func claimTest(s *run, out []Finding, c *transcript.Claim) []Finding {
 // ranTests reports whether the run rooted at image id did test work: read a
 // test file or ran a Go test binary.
 func ranTests(s *run, id string) bool {
-	for _, p := range s.procs.subtree(id) {
-		for _, i := range p.events {
+	for _, p := range s.tree.Subtree(id) {
+		for _, i := range p.Events {
 			if f := &s.byEvent[i]; f.flags&fRead != 0 && s.is(setTestFile, f.path) {
 				return true
 			}

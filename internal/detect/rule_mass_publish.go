@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
 )
 
@@ -93,7 +94,7 @@ func publishCommands(s *run) []*event.Event {
 		}
 		e := s.events[i]
 		publishImage[e.ExecID] = true
-		if s.procs.hasAncestor(e.ExecID, func(p *proc) bool { return publishImage[p.id] }) {
+		if s.tree.HasAncestor(e.ExecID, func(p *lineage.Image) bool { return publishImage[p.ID] }) {
 			continue // a child of a publish (npm publish → node …) is the same publish
 		}
 		publishes = append(publishes, e)

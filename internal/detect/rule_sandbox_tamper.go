@@ -39,7 +39,7 @@ func sandboxTamper(s *run) []Finding {
 				continue
 			}
 			p := s.paths.strs[id]
-			if s.attr == nil && r.IsClient(s.procs.names(e.ExecID)) {
+			if s.attr == nil && r.IsClient(s.names(e.ExecID)) {
 				continue // without a transcript, the agent's own program is the agent
 			}
 			verb := "written"

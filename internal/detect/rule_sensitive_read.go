@@ -34,7 +34,7 @@ func sensitiveRead(s *run) []Finding {
 		e := s.events[i]
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
-		names := s.procs.names(e.ExecID)
+		names := s.names(e.ExecID)
 		switch {
 		case s.agentOwn(e):
 			sev, note = SeverityInfo, "the agent's own start-up or bookkeeping read"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 )
 
 func init() {
@@ -51,7 +52,7 @@ func unattributedActivity(s *run) []Finding {
 	}
 	var out []Finding
 	for _, k := range keys {
-		top := s.procs.topmost(sets[k])
+		top := s.tree.Topmost(sets[k])
 		groupOrder := []string{}
 		members := map[string][]int32{}
 		for _, i := range evs[k] {
@@ -88,10 +89,10 @@ func activityFinding(s *run, k activityKey, top string, imgSet map[string]bool, 
 	for _, e := range keep {
 		inGroup[e.Seq] = true
 	}
-	var imgs []*proc
-	for _, p := range s.procs.subtree(top) {
-		if imgSet[p.id] && !seen[p.id] {
-			seen[p.id] = true
+	var imgs []*lineage.Image
+	for _, p := range s.tree.Subtree(top) {
+		if imgSet[p.ID] && !seen[p.ID] {
+			seen[p.ID] = true
 			imgs = append(imgs, p)
 		}
 	}
@@ -104,7 +105,7 @@ func activityFinding(s *run, k activityKey, top string, imgSet map[string]bool, 
 	for _, e := range keep {
 		seqs = append(seqs, e.Seq)
 	}
-	who := s.procs.describe(top)
+	who := s.tree.Describe(top)
 	var title, detail string
 	if k.cat == "late" {
 		title = fmt.Sprintf("Process kept acting after its tool call returned: %s", who)

@@ -47,7 +47,7 @@ func writeThenExec(s *run) []Finding {
 		if w == nil || done[target] {
 			continue
 		}
-		if s.pol.BuildTool(s.procs.names(w.ExecID)) {
+		if s.pol.BuildTool(s.names(w.ExecID)) {
 			continue // a compiler's or package manager's output, run as intended
 		}
 		done[target] = true
@@ -79,7 +79,7 @@ func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target str
 // writtenExecuted is the finding on target, written by w and executed by
 // e.
 func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) Finding {
-	tree := s.summarize(s.procs.subtree(e.ExecID), nil)
+	tree := s.summarize(s.tree.Subtree(e.ExecID), nil)
 	base := path.Base(target)
 	hiddenOrTemp := strings.HasPrefix(base, ".") || strings.HasPrefix(target, "/tmp/") ||
 		strings.HasPrefix(target, "/var/tmp/") || strings.HasPrefix(target, "/dev/shm/")
@@ -123,13 +123,13 @@ func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) F
 // downloaded reports whether write w's process is a downloader or had
 // reached the network before it wrote.
 func downloaded(s *run, w *event.Event) bool {
-	for _, n := range s.procs.names(w.ExecID) {
+	for _, n := range s.names(w.ExecID) {
 		if n == "curl" || n == "wget" || n == "aria2c" || n == "fetch" {
 			return true
 		}
 	}
-	if p := s.procs.byID[w.ExecID]; p != nil {
-		for _, j := range p.events {
+	if p := s.tree.Image(w.ExecID); p != nil {
+		for _, j := range p.Events {
 			if x := s.events[j]; s.byEvent[j].flags&fEgress != 0 && x.Port != 53 && x.Seq < w.Seq {
 				return true
 			}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 )
 
 // treeSummary is what a group of process images did.
@@ -31,14 +32,14 @@ func systemRead(p string) bool {
 
 // summarize describes what the events of the images did. Only the events
 // for which keep returns true count (nil: all).
-func (s *facts) summarize(imgs []*proc, keep func(*event.Event) bool) treeSummary {
+func (s *facts) summarize(imgs []*lineage.Image, keep func(*event.Event) bool) treeSummary {
 	var sum treeSummary
 	seenW, seenR, seenH := map[int32]bool{}, map[int32]bool{}, map[string]bool{}
 	for i, p := range imgs {
-		if i > 0 && p.exec != nil {
+		if i > 0 && p.Exec != nil {
 			sum.children++
 		}
-		for _, j := range p.events {
+		for _, j := range p.Events {
 			e, f := s.events[j], &s.byEvent[j]
 			if keep != nil && !keep(e) {
 				continue

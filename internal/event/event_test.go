@@ -93,3 +93,21 @@ func TestIsWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestInSeqOrder: events in order come back as they are; out of order, a
+// sorted copy, the caller's slice untouched.
+func TestInSeqOrder(t *testing.T) {
+	a, b, c := &Event{Seq: 1}, &Event{Seq: 2}, &Event{Seq: 3}
+	in := []*Event{a, b, c}
+	if got, copied := InSeqOrder(in); copied || &got[0] != &in[0] {
+		t.Errorf("ordered input copied (%v)", copied)
+	}
+	in = []*Event{c, a, b}
+	got, copied := InSeqOrder(in)
+	if !copied || got[0] != a || got[1] != b || got[2] != c {
+		t.Errorf("got %v %v %v, copied %v", got[0].Seq, got[1].Seq, got[2].Seq, copied)
+	}
+	if in[0] != c {
+		t.Error("the caller's slice was reordered")
+	}
+}
