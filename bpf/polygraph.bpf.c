@@ -356,6 +356,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	e->_pad0 = 0;
 
 	struct file *f = bprm->file;
+	/* An image with no links left (deleted, or a memfd) can only have
+	 * run from an fd: fexecve, /proc/self/fd/N. */
+	if (BPF_CORE_READ(f, f_inode, i_nlink) == 0)
+		flags |= EVF_DELETED;
 	__u32 off = walk_path(__builtin_preserve_access_index(&f->f_path), s, 0, &flags);
 	e->path_len = off;
 	__u32 n = walk_base(p, AT_FDCWD, s, off, &flags);
@@ -442,6 +446,29 @@ static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch
 	return n + b;
 }
 
+/* open_object fills e's object part from the file fd now refers to: its
+ * identity and, walked at off, its path. It returns the bytes written.
+ * The fd was installed by this very call and the task is still in it, so
+ * only another thread of the process could have replaced it (close and
+ * reopen in between); then the identity and path are still one file's. */
+static __always_inline __u32 open_object(struct task_struct *t, long fd, struct ev_path *e, struct scratch *s,
+					 __u32 off, __u8 *flags)
+{
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return 0;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	e->ino = BPF_CORE_READ(ino, i_ino);
+	e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	e->nlink = BPF_CORE_READ(ino, i_nlink);
+	e->imode = BPF_CORE_READ(ino, i_mode);
+	__u8 wf = 0;
+	__u32 n = walk_path(__builtin_preserve_access_index(&f->f_path), s, off, &wf);
+	e->obj_len = n;
+	*flags |= EVF_OBJECT | (wf & EVF_TRUNC_PATH ? EVF_TRUNC_OBJ : 0);
+	return n;
+}
+
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
 	struct scratch *s = get_scratch();
@@ -460,6 +487,14 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->base2_len = 0;
 	if (v.p2)
 		off += path_and_base(t, s, off, v.p2, v.dfd2, &e->path2_len, &e->base2_len, &flags);
+	e->ino = 0;
+	e->dev = 0;
+	e->nlink = 0;
+	e->imode = 0;
+	e->obj_len = 0;
+	e->_pad0 = 0;
+	if (v.kind == EV_OPEN && ret >= 0)
+		off += open_object(t, ret, e, s, off, &flags);
 	e->h.flags = flags;
 	submit_scratch(s, off);
 	return 0;

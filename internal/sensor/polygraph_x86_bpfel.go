@@ -76,6 +76,12 @@ type polygraphEvPath struct {
 	BaseLen  uint16
 	Path2Len uint16
 	Base2Len uint16
+	Ino      uint64
+	Dev      uint32
+	Nlink    uint32
+	Imode    uint16
+	ObjLen   uint16
+	Pad0     uint32
 }
 
 type polygraphEvSock struct {

@@ -1,0 +1,109 @@
+package sensor
+
+import (
+	"path"
+	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// Header flags of the object part (bpf/events.h).
+const (
+	flagDeleted  = 1 << 4 // EVF_DELETED, on an exec record
+	flagObject   = 1 << 5 // EVF_OBJECT, on an open record
+	flagTruncObj = 1 << 6 // EVF_TRUNC_OBJ: the object's walked path hit WalkMax/WalkDepth
+)
+
+// maxObjPaths bounds Decoder.objPaths; past it the cache starts over.
+const maxObjPaths = 1 << 16
+
+// objectData returns the object part of an open record: after the four
+// path pieces.
+func objectData(b []byte, r *polygraphEvPath) ([]byte, error) {
+	if r.H.Flags&flagObject == 0 {
+		return nil, nil
+	}
+	off := int(r.PathLen) + int(r.BaseLen) + int(r.Path2Len) + int(r.Base2Len)
+	return data(b, &off, int(r.ObjLen))
+}
+
+// openObject builds the Object of an open record and returns it with the
+// path the event should carry: the object's own path, where the kernel
+// gave a whole one, else requested (the path the process named).
+func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (*event.Object, string) {
+	o := d.objSlab.New()
+	o.Dev = userDev(r.Dev)
+	o.Ino = r.Ino
+	o.Nlink = r.Nlink
+	o.FileType = fileType(r.Imode)
+	if r.H.Flags&flagTruncObj != 0 {
+		// A walk cut at its limits lacks its top components: the
+		// requested path says more, and the identity says which file.
+		return o, requested
+	}
+	p := d.objectPath(obj)
+	if p == "" {
+		return o, requested // a pseudo file without a name
+	}
+	if p != requested {
+		o.PathRequested = requested
+		o.PathDiffers = differs(requested, p)
+	}
+	return o, p
+}
+
+// objectPath turns a walked object path into a string, from a cache: a
+// busy process opens the same files again and again.
+func (d *Decoder) objectPath(obj []byte) string {
+	if v, ok := d.objPaths[string(obj)]; ok { // no allocation for the lookup
+		return v
+	}
+	if d.objPaths == nil || len(d.objPaths) >= maxObjPaths {
+		d.objPaths = map[string]string{}
+	}
+	v := walked(obj)
+	d.objPaths[string(obj)] = v
+	return v
+}
+
+// differs names, as far as the two strings tell, why the path a process
+// named is not the path of the file it got (see event.Object.PathDiffers).
+func differs(requested, real string) string {
+	switch {
+	case strings.HasPrefix(requested, "/proc/") || strings.HasPrefix(requested, "/dev/fd/"):
+		return "proc"
+	case path.Base(requested) != path.Base(real):
+		return "symlink"
+	case strings.HasPrefix(requested, "/") && requested != "/" && strings.HasSuffix(real, requested):
+		return "chroot"
+	}
+	return "differs"
+}
+
+// userDev converts the kernel's dev_t (major << 20 | minor) to the
+// encoding stat(2) returns in st_dev (glibc's makedev).
+func userDev(kdev uint32) uint64 {
+	major, minor := uint64(kdev>>20), uint64(kdev&(1<<20-1))
+	return (major&0xfffff000)<<32 | (major&0xfff)<<8 | (minor&0xffffff00)<<12 | minor&0xff
+}
+
+// fileType names the file type bits of an inode's mode.
+func fileType(mode uint16) string {
+	switch mode & 0o170000 {
+	case 0o100000:
+		return "file"
+	case 0o040000:
+		return "dir"
+	case 0o120000:
+		return "symlink"
+	case 0o020000:
+		return "char"
+	case 0o060000:
+		return "block"
+	case 0o010000:
+		return "fifo"
+	case 0o140000:
+		return "socket"
+	}
+	return ""
+}
