@@ -116,12 +116,14 @@ type polygraphProcInfo struct {
 }
 
 type polygraphScratch struct {
-	_ structs.HostLayout
-	B [135264]uint8
-	W struct {
+	_    structs.HostLayout
+	B    [135264]uint8
+	Span [128]uint8
+	W    struct {
 		_     structs.HostLayout
 		D     uint64
 		Vm    uint64
+		Root  uint64
 		Off   uint32
 		Start uint32
 		Flags uint32
