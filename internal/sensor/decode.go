@@ -88,8 +88,6 @@ type Decoder struct {
 	// paths maps the bytes of an absolute path a process passed to the
 	// path its events carry, so a path opened again costs one lookup.
 	paths map[string]string
-	// objPaths maps the walked path of an opened file to its string.
-	objPaths map[string]string
 
 	// Events and their pointer fields come from slabs (see event.Slab).
 	evs      event.Slab[event.Event]

@@ -1,6 +1,7 @@
 package sensor
 
 import (
+	"bytes"
 	"path"
 	"strings"
 
@@ -13,9 +14,6 @@ const (
 	flagObject   = 1 << 5 // EVF_OBJECT, on an open record
 	flagTruncObj = 1 << 6 // EVF_TRUNC_OBJ: the object's walked path hit WalkMax/WalkDepth
 )
-
-// maxObjPaths bounds Decoder.objPaths; past it the cache starts over.
-const maxObjPaths = 1 << 16
 
 // objectData returns the object part of an open record: after the four
 // path pieces.
@@ -41,29 +39,40 @@ func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (
 		// requested path says more, and the identity says which file.
 		return o, requested
 	}
-	p := d.objectPath(obj)
+	if walkedIs(obj, requested) { // the common case: no string to build
+		return o, requested
+	}
+	p := walked(obj)
 	if p == "" {
 		return o, requested // a pseudo file without a name
 	}
-	if p != requested {
-		o.PathRequested = requested
-		o.PathDiffers = differs(requested, p)
-	}
+	o.PathRequested = requested
+	o.PathDiffers = differs(requested, p)
 	return o, p
 }
 
-// objectPath turns a walked object path into a string, from a cache: a
-// busy process opens the same files again and again.
-func (d *Decoder) objectPath(obj []byte) string {
-	if v, ok := d.objPaths[string(obj)]; ok { // no allocation for the lookup
-		return v
+// walkedIs reports whether walked(w) == p, without building the string.
+func walkedIs(w []byte, p string) bool {
+	if len(w) == 0 {
+		return p == ""
 	}
-	if d.objPaths == nil || len(d.objPaths) >= maxObjPaths {
-		d.objPaths = map[string]string{}
+	w = bytes.TrimRight(w, "\x00")
+	end := len(p)
+	for {
+		c := w
+		i := bytes.IndexByte(w, 0)
+		if i >= 0 {
+			c, w = w[:i], w[i+1:]
+		}
+		start := end - len(c) - 1
+		if start < 0 || p[start] != '/' || p[start+1:end] != string(c) {
+			return false
+		}
+		end = start
+		if i < 0 {
+			return end == 0
+		}
 	}
-	v := walked(obj)
-	d.objPaths[string(obj)] = v
-	return v
 }
 
 // differs names, as far as the two strings tell, why the path a process

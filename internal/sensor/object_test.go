@@ -2,6 +2,7 @@ package sensor
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,6 +118,37 @@ func TestFileType(t *testing.T) {
 		0o060660: "block", 0o010600: "fifo", 0o140777: "socket", 0: ""} {
 		if got := fileType(mode); got != want {
 			t.Errorf("fileType(%o) = %q, want %q", mode, got, want)
+		}
+	}
+}
+
+// BenchmarkDecodeOpenObject is BenchmarkDecodeOpen with the object part
+// every successful open now carries (same path: nothing differs).
+func BenchmarkDecodeOpenObject(b *testing.B) {
+	d := NewDecoder(time.Unix(0, 0))
+	recs := make([][]byte, 512)
+	for i := range recs {
+		req := fmt.Sprintf("/tmp/polygraph-bench/tree/d%02d/f%03d", i/100, i%100)
+		recs[i] = openRec(1, req, nil, walk("tmp", "polygraph-bench", "tree", fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%03d", i%100)), 0)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := d.Decode(recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// walkedIs must agree with walked, which it stands in for.
+func TestWalkedIs(t *testing.T) {
+	ws := [][]byte{nil, {0}, walk("a"), walk("tmp", "x", "f"), walk("memfd:x (deleted)"), []byte("f\x00\x00d\x00"),
+		[]byte("f\x00d"), []byte("\x00\x00x\x00"), walk("a", "b", "c")}
+	ps := []string{"", "/", "/a", "a", "/tmp/x/f", "/tmp/x/f/", "//tmp/x/f", "/x/f", "/d/f", "/x//", "/a/b/c", "/b/c"}
+	for _, w := range ws {
+		for _, p := range append(ps, walked(w)) {
+			if got, want := walkedIs(w, p), walked(w) == p; got != want {
+				t.Errorf("walkedIs(%q, %q) = %v, walked gives %q", w, p, got, walked(w))
+			}
 		}
 	}
 }
