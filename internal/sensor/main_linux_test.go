@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,6 +64,16 @@ func TestMain(m *testing.M) {
 				}
 			}
 			exitErr(err)
+		case "__openat2":
+			// __openat2 PATH: read PATH with openat2(2).
+			fd, err := unix.Openat2(unix.AT_FDCWD, os.Args[2], &unix.OpenHow{Flags: unix.O_RDONLY})
+			if err == nil {
+				unix.Close(fd)
+			}
+			exitErr(err)
+		case "__creat":
+			// __creat PATH: creat(2), where the architecture has it.
+			exitErr(creat(os.Args[2]))
 		case "__fexec":
 			// __fexec: run a copy of /bin/true whose file is deleted
 			// while open, through /proc/self/fd/N.
@@ -131,4 +143,22 @@ func fexecDeleted() error {
 		return err
 	}
 	return unix.Exec(fmt.Sprintf("/proc/self/fd/%d", fd), []string{"deltrue"}, nil)
+}
+
+// creat calls creat(2), which only x86-64 of the sensor's architectures
+// has (arm64 creates with openat).
+func creat(p string) error {
+	if runtime.GOARCH != "amd64" {
+		return fmt.Errorf("no creat(2) on %s", runtime.GOARCH)
+	}
+	b, err := unix.BytePtrFromString(p)
+	if err != nil {
+		return err
+	}
+	const sysCreatAMD64 = 85
+	fd, _, errno := unix.Syscall(sysCreatAMD64, uintptr(unsafe.Pointer(b)), 0o644, 0)
+	if errno != 0 {
+		return errno
+	}
+	return unix.Close(int(fd))
 }

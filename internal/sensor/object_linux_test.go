@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,6 +102,10 @@ func TestOpenRecordsTheObject(t *testing.T) {
 		// through the subshell's fd table.
 		{name: "parent's fd", script: fmt.Sprintf(`exec 4<%s; sh -c 'cat /proc/$PPID/fd/4/credentials 4<&-'; true`, aws),
 			reader: "/fd/4/credentials", path: pl.path, differs: "proc", nlink: 1},
+		{name: "dup'd dirfd", script: fmt.Sprintf("exec 6<%s; exec 7<&6 6<&-; cat /proc/self/fd/7/credentials; true", aws),
+			reader: "/proc/self/fd/7/credentials", path: pl.path, differs: "proc", nlink: 1},
+		{name: "openat2 through a symlinked directory", script: fmt.Sprintf("ln -s %s %s/cfg && %s __openat2 %[2]s/cfg/credentials", aws, work, self),
+			reader: work + "/cfg/credentials", path: pl.path, differs: "differs", nlink: 1},
 		{name: "openat on an inherited dirfd", script: fmt.Sprintf("exec 5<%s; %s __openat 5 credentials", aws, self),
 			reader: " credentials", requested: pl.path, path: pl.path, nlink: 1},
 		{name: "chroot", script: fmt.Sprintf("%s __chroot %s /home/u/.aws/credentials", self, pl.jail),
@@ -156,6 +161,40 @@ func TestOpenRecordsTheObject(t *testing.T) {
 				t.Errorf("path_requested %q path_differs %q, want %q %q", open.PathRequested, open.PathDiffers, wantReq, c.differs)
 			}
 		})
+	}
+}
+
+// TestCreatThroughSymlink: creat(2) through a dangling symlink makes the
+// file the link points to, and the record names that file.
+func TestCreatThroughSymlink(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("creat(2) is x86-64's only")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, link := filepath.Join(dir, "hidden", "loot"), filepath.Join(dir, "out.log")
+	if err := os.Mkdir(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := recordScript(t, dir, self+" __creat "+link, 0)
+	id := statID(t, target)
+	e := find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindOpen && e.Object != nil && e.PathRequested == link
+	})
+	if e == nil {
+		t.Fatalf("no open with path_requested %s", link)
+	}
+	if e.Path != target || e.Dev != id.dev || e.Ino != id.ino || e.PathDiffers != "symlink" || !strings.Contains(e.Access, "create") {
+		t.Errorf("creat through a symlink: %+v %+v, want path %s identity %d:%d", e, e.Object, target, id.dev, id.ino)
 	}
 }
 
