@@ -61,7 +61,8 @@ func statID(t *testing.T, p string) fileID {
 
 // TestOpenRecordsTheObject reads a planted secret every indirect way the
 // issue lists and checks that each open names the file the kernel opened
-// (path and identity), with what the process asked for beside it.
+// (path and identity), with what the process asked for beside it. The
+// table of cases is most of its length.
 func TestOpenRecordsTheObject(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {

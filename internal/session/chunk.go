@@ -126,7 +126,9 @@ const maxInternLen = 256
 type stringIDs interface{ id(s string) int64 }
 
 // appendEvent appends ev, as one length-delimited message, to buf.
-// firstTS is the chunk's first_ts.
+// firstTS is the chunk's first_ts. It is long because it writes every
+// field in one place, in field-table order, with the closures the hot
+// path needs inlined: split up, the table would be spread over several.
 func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []byte {
 	// The message is built after a 2-byte hole for its length, which is
 	// enough for any message under 16 KiB; a longer one is moved up.
@@ -296,7 +298,8 @@ func (d *chunkDecoder) decode(data []byte, firstSeq uint64, count int, firstTS i
 	return nil
 }
 
-// event decodes one event message into ev.
+// event decodes one event message into ev. Like appendEvent it is one
+// switch over the whole field table, which is why it is long.
 func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 	ts := firstTS
 	for len(b) > 0 {
