@@ -42,10 +42,12 @@ func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (
 	if walkedIs(obj, requested) { // the common case: no string to build
 		return o, requested
 	}
-	p := walked(obj)
-	if p == "" {
-		return o, requested // a pseudo file without a name
+	if len(obj) == 0 || obj[0] == 0 {
+		// A pseudo file without a name (a pipe or socket reopened
+		// through /proc/self/fd/N): its name is made up when asked for.
+		return o, requested
 	}
+	p := walked(obj)
 	o.PathRequested = requested
 	o.PathDiffers = differs(requested, p)
 	return o, p

@@ -45,6 +45,7 @@ func TestDecodeOpenObject(t *testing.T) {
 			path: "/deep/credentials", truncated: true},
 		// a pseudo file without a name
 		{name: "no object path", req: "/dev/fd/9", obj: nil, path: "/dev/fd/9"},
+		{name: "a pipe's empty name", req: "/proc/self/fd/0", obj: []byte{0}, path: "/proc/self/fd/0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
