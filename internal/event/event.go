@@ -150,7 +150,9 @@ type Object struct {
 	Nlink uint32 `json:"nlink"`
 	// PathRequested is the path the process named (resolved lexically
 	// against its cwd or dirfd, as Path was before the sensor read the
-	// object), set only where it differs from Path.
+	// object), set only where it differs from Path. /proc/self/X and
+	// /proc/thread-self/X stay as named where they are the opener's own
+	// /proc/PID/X (the same file; PID is on the event).
 	PathRequested string `json:"path_requested,omitempty"`
 	// PathDiffers says why they differ, where the strings tell: "proc"
 	// (through a /proc or /dev/fd magic link), "symlink" (the last

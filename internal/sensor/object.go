@@ -3,6 +3,7 @@ package sensor
 import (
 	"bytes"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -48,6 +49,11 @@ func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (
 		return o, requested
 	}
 	p := walked(obj)
+	if selfProc(requested, p, r.H.Pid, r.H.Tid) {
+		// /proc/self is a link to /proc/PID: the same file, and the
+		// name analysis knows (and PID is on the event).
+		return o, requested
+	}
 	o.PathRequested = requested
 	o.PathDiffers = differs(requested, p)
 	return o, p
@@ -75,6 +81,19 @@ func walkedIs(w []byte, p string) bool {
 			return end == 0
 		}
 	}
+}
+
+// selfProc reports whether requested, a /proc/self/... or
+// /proc/thread-self/... name, is real with the link taken for the
+// process pid (thread tid), which opened it.
+func selfProc(requested, real string, pid, tid uint32) bool {
+	if rest, ok := strings.CutPrefix(requested, "/proc/self/"); ok {
+		return real == "/proc/"+strconv.FormatUint(uint64(pid), 10)+"/"+rest
+	}
+	if rest, ok := strings.CutPrefix(requested, "/proc/thread-self/"); ok {
+		return real == "/proc/"+strconv.FormatUint(uint64(pid), 10)+"/task/"+strconv.FormatUint(uint64(tid), 10)+"/"+rest
+	}
+	return false
 }
 
 // differs names, as far as the two strings tell, why the path a process

@@ -45,6 +45,11 @@ func TestDecodeOpenObject(t *testing.T) {
 			path: "/deep/credentials", truncated: true},
 		// a pseudo file without a name
 		{name: "no object path", req: "/dev/fd/9", obj: nil, path: "/dev/fd/9"},
+		{name: "proc self is the opener", req: "/proc/self/status", obj: walk("proc", "7", "status"), path: "/proc/self/status"},
+		{name: "proc thread-self is the opener", req: "/proc/thread-self/comm", obj: walk("proc", "7", "task", "7", "comm"),
+			path: "/proc/thread-self/comm"},
+		{name: "proc self of another process", req: "/proc/self/status", obj: walk("proc", "8", "status"),
+			path: "/proc/8/status", requested: "/proc/self/status", differs: "proc"},
 		{name: "a pipe's empty name", req: "/proc/self/fd/0", obj: []byte{0}, path: "/proc/self/fd/0"},
 	}
 	for _, c := range cases {
