@@ -44,6 +44,9 @@ enum ev_kind {
 #define EVF_TRUNC_PATH (1 << 1)  /* a walked path hit WALK_MAX/WALK_DEPTH */
 #define EVF_TRUNC_USTR (1 << 2)  /* a user path filled USTR_MAX */
 #define EVF_PEERS (1 << 3)       /* EV_EXIT: the process has byte counters in peer_bytes */
+#define EVF_DELETED (1 << 4)     /* EV_EXEC: the image file has no links left */
+#define EVF_OBJECT (1 << 5)      /* EV_OPEN: ino..obj_len describe the opened file */
+#define EVF_TRUNC_OBJ (1 << 6)   /* EV_OPEN: the object's walked path hit WALK_MAX/WALK_DEPTH */
 
 /* ev_header starts every record: who did it and when. image_ns is the
  * boot-clock time the process's current image began (fork or execve),
@@ -95,7 +98,14 @@ struct ev_exit {
 
 /* EV_OPEN and the path kinds (rename, unlink, mkdir, chmod, link): then
  * path (user string), base (walked dirfd/cwd, when path is relative),
- * path2, base2. For fchmod, path is empty and base is the fd's path. */
+ * path2, base2, and for an open that returned an fd (EVF_OBJECT) the
+ * path of the file object behind it (walked). For fchmod, path is empty
+ * and base is the fd's path.
+ *
+ * The object's part is what the kernel opened, taken from the fd table
+ * at sys_exit: the user string may name it through a symlink or a /proc
+ * magic link, or have been rewritten by another thread since the kernel
+ * copied it. dev is the kernel's encoding (major << 20 | minor). */
 struct ev_path {
 	struct ev_header h;
 	__s64 result;
@@ -105,6 +115,12 @@ struct ev_path {
 	__u16 base_len;
 	__u16 path2_len;
 	__u16 base2_len;
+	__u64 ino;
+	__u32 dev;
+	__u32 nlink;
+	__u16 imode;
+	__u16 obj_len;
+	__u32 _pad0;
 };
 
 /* EV_CONNECT, EV_BIND, EV_ACCEPT: then addr_len bytes of sockaddr as the

@@ -74,8 +74,16 @@ struct qstr {
 	const unsigned char *name;
 };
 
+struct super_block {
+	__u32 s_dev; /* dev_t, the kernel's encoding (major << 20 | minor) */
+};
+
 struct inode {
 	umode_t i_mode;
+	struct super_block *i_sb;
+	unsigned long i_ino;
+	/* in an anonymous union with __i_nlink; CO-RE finds it there */
+	unsigned int i_nlink;
 };
 
 struct dentry {

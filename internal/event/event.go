@@ -76,6 +76,9 @@ type Event struct {
 	Mode   *uint32 `json:"mode,omitempty"`
 	Access string  `json:"access,omitempty"` // read, write, create (comma-joined: "write,create")
 	Result *int64  `json:"result,omitempty"` // fd / 0 on success, -errno on failure
+	// open that returned an fd: the file the kernel opened (nil otherwise,
+	// and in sessions recorded before the sensor took it).
+	*Object
 
 	// connect, bind, accept, dns, net (nil for the other kinds)
 	*Network
@@ -108,6 +111,10 @@ type Process struct {
 	Script string  `json:"script,omitempty"`
 	UID    *uint32 `json:"uid,omitempty"`
 	SHA256 string  `json:"sha256,omitempty"`
+	// Deleted: the image file had no links left when it ran (unlinked
+	// after it was opened, or a memfd): it was executed from an fd, and
+	// Path names a file that no longer exists.
+	Deleted bool `json:"deleted,omitempty"`
 
 	// fork: the new process and the id of its first image.
 	ChildPID    uint32 `json:"child_pid,omitempty"`
@@ -121,6 +128,39 @@ type Process struct {
 	MaxRSSKB   uint64 `json:"max_rss_kb,omitempty"`
 	ReadBytes  uint64 `json:"read_bytes,omitempty"`
 	WriteBytes uint64 `json:"write_bytes,omitempty"`
+}
+
+// Object is the file a successful open returned, as the kernel holds it:
+// read from the process's fd table when the call returns, not from the
+// string the process passed. For such an event Event.Path is this file's
+// path, walked from its dentry up to the root of the mount namespace, so
+// a symlink, a /proc/self/{root,cwd,fd} magic link, an inherited dirfd, a
+// chroot or a second thread rewriting the path buffer cannot make the
+// record name a file other than the one opened. Dev and Ino are the
+// file's identity as stat(2) gives it, so a hard link or a renamed
+// directory still leads to the same file.
+type Object struct {
+	Dev uint64 `json:"dev"` // st_dev encoding (makedev(major, minor))
+	Ino uint64 `json:"ino"`
+	// FileType is the kind of file from its mode: file, dir, symlink,
+	// char, block, fifo, socket.
+	FileType string `json:"file_type,omitempty"`
+	// Nlink is the file's link count when it was opened: above 1, other
+	// names lead to it (hard links); 0, it is deleted or anonymous.
+	Nlink uint32 `json:"nlink"`
+	// PathRequested is the path the process named (resolved lexically
+	// against its cwd or dirfd, as Path was before the sensor read the
+	// object), set only where it differs from Path. /proc/self/X and
+	// /proc/thread-self/X stay as named where they are the opener's own
+	// /proc/PID/X (the same file; PID is on the event).
+	PathRequested string `json:"path_requested,omitempty"`
+	// PathDiffers says why they differ, where the strings tell: "proc"
+	// (through a /proc or /dev/fd magic link), "symlink" (the last
+	// component names another file: a symlink was followed, or the buffer
+	// was rewritten), "chroot" (the requested path is the tail of the
+	// real one), else "differs" (a symlinked directory, a bind mount, a
+	// rename since...).
+	PathDiffers string `json:"path_differs,omitempty"`
 }
 
 // Network holds the fields of connect, bind, accept, dns and net events

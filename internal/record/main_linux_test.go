@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +46,38 @@ func TestMain(m *testing.M) {
 			}
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		case "__chroot":
+			// __chroot DIR PATH: chroot to DIR and read PATH there. The
+			// binary is loaded already, so the jail needs no libraries.
+			err := unix.Chroot(os.Args[2])
+			if err == nil {
+				_, err = os.ReadFile(os.Args[3])
+			}
+			exitErr(err)
+		case "__openat":
+			// __openat FD NAME: read NAME relative to the inherited dirfd FD.
+			dfd, err := strconv.Atoi(os.Args[2])
+			if err == nil {
+				var fd int
+				if fd, err = unix.Openat(dfd, os.Args[3], unix.O_RDONLY, 0); err == nil {
+					unix.Close(fd)
+				}
+			}
+			exitErr(err)
+		case "__openat2":
+			// __openat2 PATH: read PATH with openat2(2).
+			fd, err := unix.Openat2(unix.AT_FDCWD, os.Args[2], &unix.OpenHow{Flags: unix.O_RDONLY})
+			if err == nil {
+				unix.Close(fd)
+			}
+			exitErr(err)
+		case "__creat":
+			// __creat PATH: creat(2), where the architecture has it.
+			exitErr(creat(os.Args[2]))
+		case "__fexec":
+			// __fexec: run a copy of /bin/true whose file is deleted
+			// while open, through /proc/self/fd/N.
+			exitErr(fexecDeleted())
 		case "__listen":
 			// __listen: bind a loopback port, connect to it and accept.
 			l, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -74,4 +110,55 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// exitErr ends a test helper mode: 0, or 1 with err on stderr.
+func exitErr(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// fexecDeleted copies /bin/true to a temporary file, opens it, unlinks
+// it and executes it through the descriptor.
+func fexecDeleted() error {
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "polygraph-fexec")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, "deltrue")
+	err = os.WriteFile(p, b, 0o755)
+	fd := -1
+	if err == nil {
+		fd, err = unix.Open(p, unix.O_RDONLY, 0)
+	}
+	os.RemoveAll(dir) // the file lives on while fd is open
+	if err != nil {
+		return err
+	}
+	return unix.Exec(fmt.Sprintf("/proc/self/fd/%d", fd), []string{"deltrue"}, nil)
+}
+
+// creat calls creat(2), which only x86-64 of the sensor's architectures
+// has (arm64 creates with openat).
+func creat(p string) error {
+	if runtime.GOARCH != "amd64" {
+		return fmt.Errorf("no creat(2) on %s", runtime.GOARCH)
+	}
+	b, err := unix.BytePtrFromString(p)
+	if err != nil {
+		return err
+	}
+	const sysCreatAMD64 = 85
+	fd, _, errno := unix.Syscall(sysCreatAMD64, uintptr(unsafe.Pointer(b)), 0o644, 0)
+	if errno != 0 {
+		return errno
+	}
+	return unix.Close(int(fd))
 }

@@ -93,6 +93,7 @@ type Decoder struct {
 	evs      event.Slab[event.Event]
 	procSlab event.Slab[event.Process]
 	netSlab  event.Slab[event.Network]
+	objSlab  event.Slab[event.Object]
 	u32      event.Slab[uint32]
 	i64      event.Slab[int64]
 	ints     event.Slab[int]
@@ -317,6 +318,7 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 		e.Script = Resolve(e.Cwd, cstring(sb))
 	}
 	e.UID = d.u32.Ptr(r.Uid)
+	e.Deleted = r.H.Flags&flagDeleted != 0
 	return e, nil
 }
 
@@ -418,9 +420,18 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	obj, err := objectData(b, r)
+	if err != nil {
+		return nil, err
+	}
 	kind := pathKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
 	p1 := d.path(r.H.Pid, parts[0], parts[1])
+	if kind == event.KindOpen && r.H.Flags&flagObject != 0 {
+		// The kernel's file object names what was opened; what the
+		// process asked for stays beside it where it differs.
+		e.Object, p1 = d.openObject(r, obj, p1)
+	}
 	p2 := ""
 	if r.Path2Len > 0 {
 		p2 = d.path(r.H.Pid, parts[2], parts[3])
@@ -429,7 +440,7 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		d.fds.Opened(r.H.Pid, r.Result, p1)
 	}
 	e.Result = d.i64.Ptr(r.Result)
-	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr) != 0
+	e.PathTruncated = r.H.Flags&(flagTruncPath|flagTruncUstr|flagTruncObj) != 0
 	switch kind {
 	case event.KindOpen:
 		e.Path = p1

@@ -76,6 +76,12 @@ type polygraphEvPath struct {
 	BaseLen  uint16
 	Path2Len uint16
 	Base2Len uint16
+	Ino      uint64
+	Dev      uint32
+	Nlink    uint32
+	Imode    uint16
+	ObjLen   uint16
+	Pad0     uint32
 }
 
 type polygraphEvSock struct {
@@ -110,12 +116,14 @@ type polygraphProcInfo struct {
 }
 
 type polygraphScratch struct {
-	_ structs.HostLayout
-	B [135264]uint8
-	W struct {
+	_    structs.HostLayout
+	B    [135264]uint8
+	Span [128]uint8
+	W    struct {
 		_     structs.HostLayout
 		D     uint64
 		Vm    uint64
+		Root  uint64
 		Off   uint32
 		Start uint32
 		Flags uint32

@@ -74,10 +74,19 @@ const (
 	fAnswers       protowire.Number = 39 // repeated string
 	fBytesSent     protowire.Number = 40
 	fBytesRecv     protowire.Number = 41
+	// the file object of an open (event.Object); fIno is written
+	// whenever the event has one, so its presence marks the group
+	fDev           protowire.Number = 42
+	fIno           protowire.Number = 43
+	fFileType      protowire.Number = 44
+	fNlink         protowire.Number = 45
+	fPathRequested protowire.Number = 46
+	fPathDiffers   protowire.Number = 47
+	fDeleted       protowire.Number = 48 // exec
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fBytesRecv
+const lastField = fDeleted
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -117,7 +126,9 @@ const maxInternLen = 256
 type stringIDs interface{ id(s string) int64 }
 
 // appendEvent appends ev, as one length-delimited message, to buf.
-// firstTS is the chunk's first_ts.
+// firstTS is the chunk's first_ts. It is long because it writes every
+// field in one place, in field-table order, with the closures the hot
+// path needs inlined: split up, the table would be spread over several.
 func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []byte {
 	// The message is built after a 2-byte hole for its length, which is
 	// enough for any message under 16 KiB; a longer one is moved up.
@@ -192,6 +203,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		uint(fMaxRSSKB, p.MaxRSSKB)
 		uint(fReadBytes, p.ReadBytes)
 		uint(fWriteBytes, p.WriteBytes)
+		flag(fDeleted, p.Deleted)
 	}
 	if ev.Flags != nil {
 		buf = protowire.AppendVarint(protowire.AppendTag(buf, fFlags, protowire.VarintType), uint64(*ev.Flags))
@@ -202,6 +214,14 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 	str(fAccess, ev.Access)
 	if ev.Result != nil {
 		sint(fResult, *ev.Result)
+	}
+	if o := ev.Object; o != nil {
+		uint(fDev, o.Dev)
+		buf = protowire.AppendVarint(protowire.AppendTag(buf, fIno, protowire.VarintType), o.Ino)
+		str(fFileType, o.FileType)
+		uint(fNlink, uint64(o.Nlink))
+		str(fPathRequested, o.PathRequested)
+		str(fPathDiffers, o.PathDiffers)
 	}
 	if n := ev.Network; n != nil {
 		str(fFamily, n.Family)
@@ -246,6 +266,7 @@ type chunkDecoder struct {
 	u32  event.Slab[uint32]
 	i64  event.Slab[int64]
 	ints event.Slab[int]
+	objs event.Slab[event.Object]
 }
 
 // errChunk is wrapped by a chunk decoding error.
@@ -277,7 +298,8 @@ func (d *chunkDecoder) decode(data []byte, firstSeq uint64, count int, firstTS i
 	return nil
 }
 
-// event decodes one event message into ev.
+// event decodes one event message into ev. Like appendEvent it is one
+// switch over the whole field table, which is why it is long.
 func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 	ts := firstTS
 	for len(b) > 0 {
@@ -303,10 +325,12 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
 			continue // a field of a newer writer
 		}
-		if fArgv <= num && num <= fWriteBytes && num != fPathTruncated && ev.Process == nil {
+		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted) && ev.Process == nil {
 			ev.Process = d.in.process()
 		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
 			ev.Network = d.in.network()
+		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
+			ev.Object = d.objs.New()
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -368,6 +392,14 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.BytesSent = v
 		case fBytesRecv:
 			ev.BytesRecv = v
+		case fDev:
+			ev.Dev = v
+		case fIno:
+			ev.Ino = v
+		case fNlink:
+			ev.Nlink = uint32(v)
+		case fDeleted:
+			ev.Deleted = v != 0
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -432,6 +464,12 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.QType = s
 	case fAnswers:
 		ev.Answers = append(ev.Answers, s)
+	case fFileType:
+		ev.FileType = s
+	case fPathRequested:
+		ev.PathRequested = s
+	case fPathDiffers:
+		ev.PathDiffers = s
 	}
 }
 
@@ -439,7 +477,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
-		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers} {
+		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
+		fFileType, fPathRequested, fPathDiffers} {
 		m[f] = true
 	}
 	return m

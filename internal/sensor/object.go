@@ -1,0 +1,139 @@
+package sensor
+
+import (
+	"bytes"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// Header flags of the object part (bpf/events.h).
+const (
+	flagDeleted  = 1 << 4 // EVF_DELETED, on an exec record
+	flagObject   = 1 << 5 // EVF_OBJECT, on an open record
+	flagTruncObj = 1 << 6 // EVF_TRUNC_OBJ: the object's walked path hit WalkMax/WalkDepth
+)
+
+// objectData returns the object part of an open record: after the four
+// path pieces.
+func objectData(b []byte, r *polygraphEvPath) ([]byte, error) {
+	if r.H.Flags&flagObject == 0 {
+		return nil, nil
+	}
+	off := int(r.PathLen) + int(r.BaseLen) + int(r.Path2Len) + int(r.Base2Len)
+	return data(b, &off, int(r.ObjLen))
+}
+
+// openObject builds the Object of an open record and returns it with the
+// path the event should carry: the object's own path, where the kernel
+// gave a whole one, else requested (the path the process named).
+func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (*event.Object, string) {
+	o := d.objSlab.New()
+	o.Dev = userDev(r.Dev)
+	o.Ino = r.Ino
+	o.Nlink = r.Nlink
+	o.FileType = fileType(r.Imode)
+	if r.H.Flags&flagTruncObj != 0 {
+		// A walk cut at its limits lacks its top components: the
+		// requested path says more, and the identity says which file.
+		return o, requested
+	}
+	if walkedIs(obj, requested) { // the common case: no string to build
+		return o, requested
+	}
+	if len(obj) == 0 || obj[0] == 0 {
+		// A pseudo file without a name (a pipe or socket reopened
+		// through /proc/self/fd/N): its name is made up when asked for.
+		return o, requested
+	}
+	p := walked(obj)
+	if selfProc(requested, p, r.H.Pid, r.H.Tid) {
+		// /proc/self is a link to /proc/PID: the same file, and the
+		// name analysis knows (and PID is on the event).
+		return o, requested
+	}
+	o.PathRequested = requested
+	o.PathDiffers = differs(requested, p)
+	return o, p
+}
+
+// walkedIs reports whether walked(w) == p, without building the string.
+func walkedIs(w []byte, p string) bool {
+	if len(w) == 0 {
+		return p == ""
+	}
+	w = bytes.TrimRight(w, "\x00")
+	end := len(p)
+	for {
+		c := w
+		i := bytes.IndexByte(w, 0)
+		if i >= 0 {
+			c, w = w[:i], w[i+1:]
+		}
+		start := end - len(c) - 1
+		if start < 0 || p[start] != '/' || p[start+1:end] != string(c) {
+			return false
+		}
+		end = start
+		if i < 0 {
+			return end == 0
+		}
+	}
+}
+
+// selfProc reports whether requested, a /proc/self/... or
+// /proc/thread-self/... name, is real with the link taken for the
+// process pid (thread tid), which opened it.
+func selfProc(requested, real string, pid, tid uint32) bool {
+	if rest, ok := strings.CutPrefix(requested, "/proc/self/"); ok {
+		return real == "/proc/"+strconv.FormatUint(uint64(pid), 10)+"/"+rest
+	}
+	if rest, ok := strings.CutPrefix(requested, "/proc/thread-self/"); ok {
+		return real == "/proc/"+strconv.FormatUint(uint64(pid), 10)+"/task/"+strconv.FormatUint(uint64(tid), 10)+"/"+rest
+	}
+	return false
+}
+
+// differs names, as far as the two strings tell, why the path a process
+// named is not the path of the file it got (see event.Object.PathDiffers).
+func differs(requested, real string) string {
+	switch {
+	case strings.HasPrefix(requested, "/proc/") || strings.HasPrefix(requested, "/dev/fd/"):
+		return "proc"
+	case path.Base(requested) != path.Base(real):
+		return "symlink"
+	case strings.HasPrefix(requested, "/") && requested != "/" && strings.HasSuffix(real, requested):
+		return "chroot"
+	}
+	return "differs"
+}
+
+// userDev converts the kernel's dev_t (major << 20 | minor) to the
+// encoding stat(2) returns in st_dev (glibc's makedev).
+func userDev(kdev uint32) uint64 {
+	major, minor := uint64(kdev>>20), uint64(kdev&(1<<20-1))
+	return (major&0xfffff000)<<32 | (major&0xfff)<<8 | (minor&0xffffff00)<<12 | minor&0xff
+}
+
+// fileType names the file type bits of an inode's mode.
+func fileType(mode uint16) string {
+	switch mode & 0o170000 {
+	case 0o100000:
+		return "file"
+	case 0o040000:
+		return "dir"
+	case 0o120000:
+		return "symlink"
+	case 0o020000:
+		return "char"
+	case 0o060000:
+		return "block"
+	case 0o010000:
+		return "fifo"
+	case 0o140000:
+		return "socket"
+	}
+	return ""
+}
