@@ -1,4 +1,4 @@
-package sensor
+package record
 
 // The kernel-tier tests of the opened file's object: real programs under
 // the sensor (recordScript, find and the helper modes of TestMain).
