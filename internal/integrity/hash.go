@@ -1,0 +1,106 @@
+package integrity
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// fileKey identifies one version of a file without reading it. ctime is
+// in the key because a rewrite that restores size and mtime (touch -r)
+// cannot restore ctime.
+type fileKey struct {
+	dev, ino    uint64
+	size        int64
+	mtime, ctim int64 // ns
+}
+
+// digest is what hashing a file yields.
+type digest struct {
+	sha256, md5 string
+	size        int64
+}
+
+// hashCache remembers digests by fileKey. It is bounded: past max entries
+// it forgets everything and starts again, which costs one rehash per file
+// still in use and never grows without bound in a session that builds
+// thousands of binaries.
+type hashCache struct {
+	mu           sync.Mutex
+	max          int
+	m            map[fileKey]digest
+	hits, misses atomic.Uint64
+}
+
+func newHashCache(max int) *hashCache {
+	if max <= 0 {
+		max = 4096
+	}
+	return &hashCache{max: max, m: make(map[fileKey]digest)}
+}
+
+// digest returns f's digest, from the cache when f's key is known.
+func (c *hashCache) digest(f *os.File) (digest, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return digest{}, fmt.Errorf("stat: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return digest{}, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	k, ok := keyOf(fi)
+	if ok {
+		c.mu.Lock()
+		d, hit := c.m[k]
+		c.mu.Unlock()
+		if hit {
+			c.hits.Add(1)
+			return d, nil
+		}
+	}
+	c.misses.Add(1)
+	d, err := hashFile(f)
+	if err != nil {
+		return digest{}, err
+	}
+	if ok {
+		c.mu.Lock()
+		if len(c.m) >= c.max {
+			clear(c.m)
+		}
+		c.m[k] = d
+		c.mu.Unlock()
+	}
+	return d, nil
+}
+
+// hashFile reads f from the start once, feeding SHA-256 (what every
+// source but dpkg lists) and MD5 (what dpkg's md5sums list). Computing MD5
+// for every file costs about a third more on a miss and saves a second
+// read of dpkg-owned files.
+func hashFile(f *os.File) (digest, error) {
+	s, m := sha256.New(), md5.New()
+	n, err := io.Copy(io.MultiWriter(s, m), io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return digest{}, fmt.Errorf("read: %w", err)
+	}
+	return digest{sha256: hex.EncodeToString(s.Sum(nil)), md5: hex.EncodeToString(m.Sum(nil)), size: n}, nil
+}
+
+// Stats counts hash-cache lookups, for the bench and the session's log.
+type Stats struct {
+	Hits, Misses uint64
+}
+
+// HitRate is the share of lookups the cache answered; 0 before any.
+func (s Stats) HitRate() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
+}
