@@ -275,3 +275,26 @@ func (s *Store) PinPaths(paths []string, now time.Time) ([]string, error) {
 		return nil
 	})
 }
+
+// Unpin removes the pins of paths (resolved as PinPaths does, or taken as
+// given when the file is gone) and returns those that were pinned.
+func (s *Store) Unpin(paths []string) ([]string, error) {
+	var removed []string
+	err := s.UpdatePins(func(m map[string]Pin) error {
+		for _, p := range paths {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return fmt.Errorf("unpin %s: %w", p, err)
+			}
+			if r, err := filepath.EvalSymlinks(abs); err == nil {
+				abs = r
+			}
+			if _, ok := m[abs]; ok {
+				delete(m, abs)
+				removed = append(removed, abs)
+			}
+		}
+		return nil
+	})
+	return removed, err
+}
