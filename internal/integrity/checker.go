@@ -172,6 +172,23 @@ func (c *Checker) judge(ctx context.Context, o *opened) Result {
 	return r
 }
 
+// judgeCached judges o without reading any file, if every file it opened
+// is in the hash cache; otherwise it leaves o open and returns false.
+func (c *Checker) judgeCached(o *opened) (Result, bool) {
+	// A file that failed to open needs no reading either.
+	if o.binErr == nil {
+		if _, ok := c.cache.cached(o.bin); !ok {
+			return Result{}, false
+		}
+	}
+	if o.script != nil {
+		if _, ok := c.cache.cached(o.script); !ok {
+			return Result{}, false
+		}
+	}
+	return c.judge(context.Background(), o), true
+}
+
 // unavailable is the verdict on a file that could not be hashed.
 func unavailable(role Role, path string, via Via, reason string) Verdict {
 	return Verdict{Role: role, Path: path, Via: via, Status: Unavailable, Reason: reason}

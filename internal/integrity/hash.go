@@ -29,54 +29,95 @@ type digest struct {
 // hashCache remembers digests by fileKey. It is bounded: past max entries
 // it forgets everything and starts again, which costs one rehash per file
 // still in use and never grows without bound in a session that builds
-// thousands of binaries.
+// thousands of binaries. Concurrent misses on one key hash once: the
+// workers of a build loop's burst wait for the first instead of each
+// reading the file.
 type hashCache struct {
 	mu           sync.Mutex
 	max          int
 	m            map[fileKey]digest
+	inflight     map[fileKey]*hashCall
 	hits, misses atomic.Uint64
+}
+
+// hashCall is a hash in progress; done closes when d and err are set.
+type hashCall struct {
+	done chan struct{}
+	d    digest
+	err  error
 }
 
 func newHashCache(max int) *hashCache {
 	if max <= 0 {
 		max = 4096
 	}
-	return &hashCache{max: max, m: make(map[fileKey]digest)}
+	return &hashCache{max: max, m: make(map[fileKey]digest), inflight: make(map[fileKey]*hashCall)}
+}
+
+// stat returns f's key, refusing what is not a regular file.
+func stat(f *os.File) (fileKey, bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileKey{}, false, fmt.Errorf("stat: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fileKey{}, false, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	k, ok := keyOf(fi)
+	return k, ok, nil
+}
+
+// cached returns f's digest if the cache has it, without reading f.
+func (c *hashCache) cached(f *os.File) (digest, bool) {
+	k, ok, err := stat(f)
+	if err != nil || !ok {
+		return digest{}, false
+	}
+	c.mu.Lock()
+	d, hit := c.m[k]
+	c.mu.Unlock()
+	return d, hit // not counted: the digest call that follows counts it
 }
 
 // digest returns f's digest, from the cache when f's key is known.
 func (c *hashCache) digest(f *os.File) (digest, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return digest{}, fmt.Errorf("stat: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return digest{}, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	k, ok := keyOf(fi)
-	if ok {
-		c.mu.Lock()
-		d, hit := c.m[k]
-		c.mu.Unlock()
-		if hit {
-			c.hits.Add(1)
-			return d, nil
-		}
-	}
-	c.misses.Add(1)
-	d, err := hashFile(f)
+	k, ok, err := stat(f)
 	if err != nil {
 		return digest{}, err
 	}
-	if ok {
-		c.mu.Lock()
+	if !ok {
+		c.misses.Add(1)
+		return hashFile(f)
+	}
+	c.mu.Lock()
+	if d, hit := c.m[k]; hit {
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return d, nil
+	}
+	if call, busy := c.inflight[k]; busy {
+		c.mu.Unlock()
+		<-call.done
+		c.hits.Add(1)
+		return call.d, call.err
+	}
+	call := &hashCall{done: make(chan struct{})}
+	c.inflight[k] = call
+	c.mu.Unlock()
+	c.misses.Add(1)
+
+	call.d, call.err = hashFile(f)
+	c.mu.Lock()
+	delete(c.inflight, k)
+	if call.err == nil {
 		if len(c.m) >= c.max {
 			clear(c.m)
 		}
-		c.m[k] = d
-		c.mu.Unlock()
+		c.m[k] = call.d
 	}
-	return d, nil
+	c.mu.Unlock()
+	close(call.done)
+	return call.d, call.err
 }
 
 // hashFile reads f from the start once, feeding SHA-256 (what every

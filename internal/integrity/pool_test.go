@@ -41,46 +41,73 @@ func TestPoolDeliversEveryExec(t *testing.T) {
 	}
 }
 
-// TestPoolFullQueue holds the only worker in deliver with one exec queued
-// behind it: the next Submit must not wait.
+// TestPoolFullQueue fills each queue in turn and checks that Submit
+// never waits: with the only worker held in deliver, an exec of a file
+// already hashed is judged by the opener, one of a new file is refused;
+// with the opener held too, Submit itself refuses.
 func TestPoolFullQueue(t *testing.T) {
 	bin := copyFile(t, "/usr/bin/true", filepath.Join(t.TempDir(), "t"), 0o755)
+	other := copyFile(t, "/usr/bin/false", filepath.Join(t.TempDir(), "f"), 0o755)
 	c := newChecker(t, Options{NoDpkg: true})
-	started, release := make(chan struct{}), make(chan struct{})
+	hold := map[string]chan struct{}{"1": make(chan struct{}), "cached": make(chan struct{})}
+	release := make(chan struct{})
 	var mu sync.Mutex
 	got := map[string]Result{}
 	p := c.Start(context.Background(), 1, 1, func(r Result) {
 		mu.Lock()
 		got[r.ExecID] = r
 		mu.Unlock()
-		if r.ExecID == "1" {
-			close(started)
+		if h, ok := hold[r.ExecID]; ok {
+			close(h)
 			<-release
 		}
 	})
-	p.Submit(Request{ExecID: "1", Path: bin})
-	<-started
-	if !p.Submit(Request{ExecID: "2", Path: bin}) {
-		t.Fatal("queue of one refused its first exec")
+	result := func(id string) Result {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			r, ok := got[id]
+			mu.Unlock()
+			if ok {
+				return r
+			}
+		}
+		t.Fatalf("exec %s never delivered", id)
+		return Result{}
 	}
+	p.Submit(Request{ExecID: "1", Path: bin})
+	<-hold["1"]
+	p.Submit(Request{ExecID: "2", Path: bin})
+	for len(p.jobs) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	p.Submit(Request{ExecID: "3", Path: other})
+	if r := result("3"); r.Binary.Status != Unavailable || r.Binary.Reason != "hash queue full" {
+		t.Errorf("new file behind a full hash queue: %+v", r.Binary)
+	}
+	p.Submit(Request{ExecID: "cached", Path: bin})
+	<-hold["cached"]
+	if r := result("cached"); r.Binary.Status != Unknown || r.Binary.SHA256 != sha(t, bin) {
+		t.Errorf("hashed file behind a full hash queue: %+v", r.Binary)
+	}
+	p.Submit(Request{ExecID: "4", Path: bin})
 	begin := time.Now()
-	if p.Submit(Request{ExecID: "3", Path: bin}) {
-		t.Fatal("full queue accepted an exec")
+	if p.Submit(Request{ExecID: "5", Path: bin}) {
+		t.Error("full request queue accepted an exec")
 	}
 	if d := time.Since(begin); d > time.Second {
 		t.Errorf("Submit on a full queue took %s", d)
 	}
-	mu.Lock()
-	if r := got["3"]; r.Binary.Status != Unavailable || r.Binary.Reason != "hash queue full" {
+	if r := result("5"); r.Binary.Reason != "request queue full" {
 		t.Errorf("refused exec: %+v", r.Binary)
 	}
-	mu.Unlock()
 	close(release)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got["2"].Binary.Status != Unknown {
-		t.Errorf("queued exec: %+v", got["2"].Binary)
+	for _, id := range []string{"2", "4"} {
+		if r := result(id); r.Binary.Status != Unknown {
+			t.Errorf("queued exec %s: %+v", id, r.Binary)
+		}
 	}
 }
 
