@@ -26,7 +26,8 @@ type Options struct {
 	// TempDirs replace the temp directories (os.TempDir, /tmp, /var/tmp,
 	// /dev/shm, /run/user) when set.
 	TempDirs []string
-	// PATH is searched for the tools a file may shadow; default $PATH.
+	// PATH is searched for the tools a file may shadow: the traced
+	// command's PATH, which under sudo is not ours; default $PATH.
 	PATH string
 	// CacheSize bounds the hash cache (files); default 4096.
 	CacheSize int
@@ -198,7 +199,7 @@ func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.Fil
 	if openErr != nil {
 		reason := "cannot open: " + openErr.Error()
 		if errors.Is(openErr, os.ErrNotExist) {
-			reason = "gone before it could be hashed"
+			reason = "no such file when the exec was seen"
 		}
 		return unavailable(role, path, via, reason)
 	}
@@ -208,7 +209,10 @@ func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.Fil
 	if fi, err := f.Stat(); err == nil && fi.Size() > c.opts.MaxSize {
 		return unavailable(role, path, via, fmt.Sprintf("larger than %d bytes", c.opts.MaxSize))
 	}
-	d, err := c.cache.digest(f)
+	d, err := c.cache.digest(ctx, f)
+	if ctx.Err() != nil {
+		return unavailable(role, path, via, "recording ended before it was hashed")
+	}
 	if err != nil {
 		return unavailable(role, path, via, err.Error())
 	}

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
@@ -80,14 +81,14 @@ func (c *hashCache) cached(f *os.File) (digest, bool) {
 }
 
 // digest returns f's digest, from the cache when f's key is known.
-func (c *hashCache) digest(f *os.File) (digest, error) {
+func (c *hashCache) digest(ctx context.Context, f *os.File) (digest, error) {
 	k, ok, err := stat(f)
 	if err != nil {
 		return digest{}, err
 	}
 	if !ok {
 		c.misses.Add(1)
-		return hashFile(f)
+		return hashFile(ctx, f)
 	}
 	c.mu.Lock()
 	if d, hit := c.m[k]; hit {
@@ -106,7 +107,7 @@ func (c *hashCache) digest(f *os.File) (digest, error) {
 	c.mu.Unlock()
 	c.misses.Add(1)
 
-	call.d, call.err = hashFile(f)
+	call.d, call.err = hashFile(ctx, f)
 	c.mu.Lock()
 	delete(c.inflight, k)
 	if call.err == nil {
@@ -124,13 +125,28 @@ func (c *hashCache) digest(f *os.File) (digest, error) {
 // source but dpkg lists) and MD5 (what dpkg's md5sums list). Computing MD5
 // for every file costs about a third more on a miss and saves a second
 // read of dpkg-owned files.
-func hashFile(f *os.File) (digest, error) {
+// It stops when ctx ends: a recording that ends mid-way through a large
+// binary does not wait for it.
+func hashFile(ctx context.Context, f *os.File) (digest, error) {
 	s, m := sha256.New(), md5.New()
-	n, err := io.Copy(io.MultiWriter(s, m), io.NewSectionReader(f, 0, 1<<62))
+	n, err := io.Copy(io.MultiWriter(s, m), ctxReader{ctx, io.NewSectionReader(f, 0, 1<<62)})
 	if err != nil {
 		return digest{}, fmt.Errorf("read: %w", err)
 	}
 	return digest{sha256: hex.EncodeToString(s.Sum(nil)), md5: hex.EncodeToString(m.Sum(nil)), size: n}, nil
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // Stats counts hash-cache lookups, for the bench and the session's log.

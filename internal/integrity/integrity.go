@@ -6,6 +6,12 @@
 // file is verified, modified, unknown or could not be read, with where it
 // sits when that is worth a second look. A detect rule turns the verdicts
 // into the binary-modified and untrusted-binary findings (see Finding).
+//
+// The recorder creates one Checker per session (New, with the Store under
+// session.Home() and the traced command's cwd as workspace), starts a
+// Pool, Submits a Request for every exec event as it arrives and Closes
+// the pool when recording ends, which also saves the session's first
+// sightings. Results arrive through the callback, keyed by ExecID.
 package integrity
 
 import "time"
@@ -93,9 +99,9 @@ type Verdict struct {
 	Location *Location `json:"location,omitempty"`
 }
 
-// Location describes where an unverified file sits. Each flag is a reason
-// a binary nobody vouches for deserves a look: it was dropped where an
-// agent (or anything it downloaded) can write.
+// Location describes where an unverified file sits. Each flag but
+// UserWritable is a reason a binary nobody vouches for deserves a look: it
+// was dropped where an agent (or anything it downloaded) writes.
 type Location struct {
 	Workspace    bool `json:"workspace,omitempty"`     // under the session's workspace
 	Temp         bool `json:"temp,omitempty"`          // under a temp directory
@@ -107,9 +113,13 @@ type Location struct {
 	Shadows string `json:"shadows,omitempty"`
 }
 
-// Suspicious reports whether any flag is set.
+// Suspicious reports whether the file sits where an agent, or what it
+// fetched, drops files: the workspace, a temp or downloads directory, or
+// in front of a tool of the same name. UserWritable alone does not count:
+// ~/.local/bin and ~/go/bin are user-writable and full of the user's own
+// tools; it is context for a finding, not a reason for one.
 func (l *Location) Suspicious() bool {
-	return l != nil && (l.Workspace || l.Temp || l.Download || l.UserWritable || l.Shadows != "")
+	return l != nil && (l.Workspace || l.Temp || l.Download || l.Shadows != "")
 }
 
 // Request is one exec as the recorder saw it.

@@ -335,7 +335,7 @@ func TestProcExe(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	v = c.Check(context.Background(), Request{PID: pid, Path: bin}).Binary
-	if v.Status != Unavailable || v.Via != ViaPath || !strings.Contains(v.Reason, "gone") {
+	if v.Status != Unavailable || v.Via != ViaPath || !strings.Contains(v.Reason, "no such file") {
 		t.Fatalf("dead, deleted: %+v, want unavailable", v)
 	}
 }

@@ -17,8 +17,8 @@ type interpreter struct {
 }
 
 var (
-	shell  = interpreter{short: "oO", inline: "cs"}
-	python = interpreter{short: "WXQ", inline: "cm"}
+	shell  = interpreter{short: "oO", inline: "cs", long: []string{"--rcfile", "--init-file"}}
+	python = interpreter{short: "WXQ", inline: "cm", long: []string{"--check-hash-based-pycs"}}
 	node   = interpreter{short: "r", inline: "ep",
 		long:       []string{"--require", "--import", "--loader", "--experimental-loader", "--env-file", "--input-type", "--conditions", "--title"},
 		longInline: []string{"--eval", "--print", "--test", "--check", "--interactive"}}

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,7 +260,7 @@ func (s *Store) PinPaths(paths []string, now time.Time) ([]string, error) {
 			err = errors.New("not a regular file")
 		}
 		if err == nil {
-			d, err = hashFile(f)
+			d, err = hashFile(context.Background(), f)
 		}
 		f.Close()
 		if err != nil {
