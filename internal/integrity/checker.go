@@ -239,6 +239,9 @@ func (c *Checker) evaluate(path string, d digest) Verdict {
 		v.Location = c.loc.locate(path)
 	}
 	c.mu.Lock()
+	if len(c.memo) >= 4*c.cache.max {
+		clear(c.memo) // bounded like the hash cache; see hashCache
+	}
 	c.memo[key] = v
 	c.mu.Unlock()
 	return v

@@ -136,3 +136,20 @@ func TestMergeSeenConcurrent(t *testing.T) {
 		t.Errorf("%d sightings kept, want 8: %v", len(seen), seen)
 	}
 }
+
+// TestCacheSeesRewrite: rewriting a file in place at the same size is a
+// new version to the cache (mtime and ctime), not a hit.
+func TestCacheSeesRewrite(t *testing.T) {
+	bin := copyFile(t, "/usr/bin/true", filepath.Join(t.TempDir(), "t"), 0o755)
+	c := newChecker(t, Options{NoDpkg: true})
+	before := c.Check(context.Background(), Request{Path: bin}).Binary.SHA256
+	c.Check(context.Background(), Request{Path: bin})
+	flipByte(t, bin)
+	after := c.Check(context.Background(), Request{Path: bin}).Binary.SHA256
+	if before == after || after != sha(t, bin) {
+		t.Errorf("after a same-size rewrite the hash is %s (before %s, file %s)", after, before, sha(t, bin))
+	}
+	if s := c.Stats(); s.Hits != 1 || s.Misses != 2 {
+		t.Errorf("cache %+v, want 1 hit and 2 misses", s)
+	}
+}
