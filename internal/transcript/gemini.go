@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -440,7 +441,7 @@ func (geminiLogsParser) parse(b *builder, lc *lineCounter) error {
 
 // linkGeminiSubagents reads chats/<session id>/*.jsonl beside path, the
 // files Gemini CLI writes for subagents of that session.
-func linkGeminiSubagents(t *Transcript, path string, opts Options) error {
+func linkGeminiSubagents(ctx context.Context, t *Transcript, path string, opts Options) error {
 	if t.SessionID == "" || (t.gemini != nil && t.gemini.kind == "subagent") {
 		return nil
 	}
@@ -456,9 +457,12 @@ func linkGeminiSubagents(t *Transcript, path string, opts Options) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		st, err := ParseFile(p, sub)
+		st, err := ParseFileContext(ctx, p, sub)
 		if err != nil {
-			t.Warnings = append(t.Warnings, Warning{Source: p, Message: "subagent file skipped: " + err.Error()})
+			if ctx.Err() != nil {
+				return err
+			}
+			t.Warnings = append(t.Warnings, Warning{Source: p, Message: "subagent file skipped: " + subagentErr(p, err)})
 			continue
 		}
 		parent := ""

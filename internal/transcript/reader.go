@@ -3,11 +3,11 @@ package transcript
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -65,7 +65,7 @@ func newReader(r io.Reader, source string, opts Options, keep bool) (*Reader, er
 	// input goes, then put it back in front of the rest.
 	var head bytes.Buffer
 	if _, err := head.ReadFrom(io.LimitReader(r, sniffSize)); err != nil {
-		return nil, fmt.Errorf("read %s: %w", source, err)
+		return nil, fmt.Errorf("read %s: %w", source, pathless(err))
 	}
 	prefix := head.Bytes()
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(prefix), r), 64<<10)
@@ -149,7 +149,7 @@ func (r *Reader) step() error {
 			r.done = true
 			return nil
 		}
-		return fmt.Errorf("read %s: %w", r.src, err)
+		return fmt.Errorf("read %s: %w", r.src, pathless(err))
 	}
 	return nil
 }
@@ -237,6 +237,14 @@ func (c *lineCounter) lineAt(off int64) int {
 // Parse reads a whole transcript from r. name is used in warnings and errors.
 // It does not look for subagent files; ParseFile does.
 func Parse(r io.Reader, name string, opts Options) (*Transcript, error) {
+	return ParseContext(context.Background(), r, name, opts)
+}
+
+// ParseContext is Parse, stopping with ctx's error once ctx is done; a read
+// from a pipe that is waiting for data ends then too.
+func ParseContext(ctx context.Context, r io.Reader, name string, opts Options) (*Transcript, error) {
+	r, stop := withContext(ctx, r)
+	defer stop()
 	rd, err := newReader(r, name, opts, true)
 	if err != nil {
 		return nil, err
@@ -271,13 +279,21 @@ func Parse(r io.Reader, name string, opts Options) (*Transcript, error) {
 // sit inline, in linked subagent files beside path as the agent lays them out,
 // or only mirrored in progress records. Each call appears once (by tool-use
 // id), and a subagent's calls carry the id of the call that started them.
+// Only a regular file is read (ErrNotRegular otherwise), so a FIFO in its
+// place cannot block; a subagent file that is not one is skipped with a
+// warning.
 func ParseFile(path string, opts Options) (*Transcript, error) {
-	f, err := os.Open(path)
+	return ParseFileContext(context.Background(), path, opts)
+}
+
+// ParseFileContext is ParseFile, stopping with ctx's error once ctx is done.
+func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcript, error) {
+	f, err := openRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
+		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
 	}
 	defer f.Close()
-	t, err := Parse(f, path, opts)
+	t, err := ParseContext(ctx, f, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -287,11 +303,11 @@ func ParseFile(path string, opts Options) (*Transcript, error) {
 	}
 	switch t.Format {
 	case FormatClaudeCode:
-		if err := linkClaudeSubagents(t, path, opts); err != nil {
+		if err := linkClaudeSubagents(ctx, t, path, opts); err != nil {
 			return nil, err
 		}
 	case FormatGeminiJSON, FormatGeminiJSONL:
-		if err := linkGeminiSubagents(t, path, opts); err != nil {
+		if err := linkGeminiSubagents(ctx, t, path, opts); err != nil {
 			return nil, err
 		}
 	}
