@@ -32,7 +32,7 @@ type geminiMsg struct {
 }
 
 type geminiToolCall struct {
-	ID        string          `json:"id"`
+	ID        flexString      `json:"id"`
 	Name      string          `json:"name"`
 	Args      json.RawMessage `json:"args"`
 	Result    json.RawMessage `json:"result"`
@@ -102,7 +102,7 @@ func geminiMessage(b *builder, line int, m *geminiMsg, rewound bool) {
 var reURL = regexp.MustCompile(`https?://[^\s"'<>)\]]+`)
 
 func geminiCall(b *builder, line int, msgTS time.Time, g *geminiToolCall, rewound bool) {
-	id := g.ID
+	id := string(g.ID)
 	if id == "" {
 		id = b.syntheticID(line)
 		b.warn(line, "tool call without an id; gave it "+id)
@@ -225,6 +225,9 @@ func geminiResult(raw json.RawMessage) string {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if s, ok := scalarText(raw); ok {
 		return s
 	}
 	if raw[0] == '{' {

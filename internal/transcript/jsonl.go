@@ -20,6 +20,8 @@ import (
 type jsonlRecord struct {
 	Type string `json:"type"`
 	ToolCall
+	ID        flexString      `json:"id"`     // shadows ToolCall.ID: numbers are taken too
+	Result    flexString      `json:"result"` // shadows ToolCall.Result
 	Arguments json.RawMessage `json:"arguments"`
 	Agent     string          `json:"agent"`
 	Role      string          `json:"role"`
@@ -35,6 +37,7 @@ func (jsonlParser) record(b *builder, n int, raw []byte) {
 		b.warn(n, "unreadable record: "+shortErr(err))
 		return
 	}
+	r.ToolCall.ID, r.ToolCall.Result = string(r.ID), string(r.Result)
 	switch r.Type {
 	case "session":
 		var s struct {
@@ -70,19 +73,19 @@ func (jsonlParser) record(b *builder, n int, raw []byte) {
 		}
 		b.seen(tc.StartedAt)
 		b.seen(tc.EndedAt)
-		b.add(&tc)
+		b.addNew(&tc)
 	case "tool_result":
-		tc := b.call(r.ID)
+		tc := b.resultCall(r.ToolCall.ID)
 		if tc == nil {
-			b.warn(n, "tool_result for an unknown call "+r.ID)
+			b.warn(n, "tool_result for an unknown call "+r.ToolCall.ID)
 			return
 		}
 		if !r.EndedAt.IsZero() {
 			tc.EndedAt = r.EndedAt
 			b.seen(r.EndedAt)
 		}
-		if r.Result != "" {
-			b.result(tc, r.Result)
+		if r.ToolCall.Result != "" {
+			b.result(tc, r.ToolCall.Result)
 		}
 		tc.IsError = tc.IsError || r.IsError
 		tc.Rejected = tc.Rejected || r.Rejected
