@@ -210,9 +210,22 @@ func Parse(data []byte, name string) (*Policy, error) {
 	if f.Version != 0 && f.Version != 1 {
 		return nil, fmt.Errorf("%s: version %d is not supported (want 1)", name, f.Version)
 	}
-	for id, r := range f.Rules {
+	if err := p.applyRules(f.Rules, &root, name); err != nil {
+		return nil, err
+	}
+	p.applyLists(&f)
+	p.applyThresholds(f.Thresholds)
+	if err := p.compile(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// applyRules applies the file's rule settings; root locates errors.
+func (p *Policy) applyRules(rules map[string]ruleFile, root *yaml.Node, name string) error {
+	for id, r := range rules {
 		if _, ok := Rule(id); !ok {
-			return nil, fmt.Errorf("%s:%d: %w %q (rules: %s)", name, keyLine(&root, "rules", id), ErrUnknownRule, id, strings.Join(RuleIDs(), ", "))
+			return fmt.Errorf("%s:%d: %w %q (rules: %s)", name, keyLine(root, "rules", id), ErrUnknownRule, id, strings.Join(RuleIDs(), ", "))
 		}
 		s := p.Rules[id]
 		if r.Enabled != nil {
@@ -220,12 +233,18 @@ func Parse(data []byte, name string) (*Policy, error) {
 		}
 		if r.Severity != "" {
 			if !ValidSeverity(r.Severity) {
-				return nil, fmt.Errorf("%s:%d: rule %s: %w %q (want one of %s)", name, keyLine(&root, "rules", id), id, ErrBadSeverity, r.Severity, strings.Join(Severities, ", "))
+				return fmt.Errorf("%s:%d: rule %s: %w %q (want one of %s)", name, keyLine(root, "rules", id), id, ErrBadSeverity, r.Severity, strings.Join(Severities, ", "))
 			}
 			s.Severity = r.Severity
 		}
 		p.Rules[id] = s
 	}
+	return nil
+}
+
+// applyLists applies the file's lists: added to the built-in ones, or in
+// their place with defaults: false.
+func (p *Policy) applyLists(f *file) {
 	extend := f.Defaults == nil || *f.Defaults
 	strs := func(dst *[]string, src []string) {
 		if !extend {
@@ -262,28 +281,29 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.BuildTools, f.BuildTools)
 	strs(&p.Artifacts, f.Artifacts)
 	strs(&p.AgentPrograms, f.AgentPrograms)
-	if t := f.Thresholds; t != nil {
-		set := func(dst *int, v *int) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&p.Thresholds.PublishCount, t.PublishCount)
-		set(&p.Thresholds.Artifacts, t.Artifacts)
-		if t.RegistryBytesSent != nil {
-			p.Thresholds.RegistryBytesSent = *t.RegistryBytesSent
-		}
-		if t.TestMinDuration != nil {
-			p.Thresholds.TestMinDuration = *t.TestMinDuration
-		}
-		if t.DNSWindow != nil {
-			p.Thresholds.DNSWindow = *t.DNSWindow
+}
+
+// applyThresholds applies the thresholds the file sets.
+func (p *Policy) applyThresholds(t *thresholdsFile) {
+	if t == nil {
+		return
+	}
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
 		}
 	}
-	if err := p.compile(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	set(&p.Thresholds.PublishCount, t.PublishCount)
+	set(&p.Thresholds.Artifacts, t.Artifacts)
+	if t.RegistryBytesSent != nil {
+		p.Thresholds.RegistryBytesSent = *t.RegistryBytesSent
 	}
-	return p, nil
+	if t.TestMinDuration != nil {
+		p.Thresholds.TestMinDuration = *t.TestMinDuration
+	}
+	if t.DNSWindow != nil {
+		p.Thresholds.DNSWindow = *t.DNSWindow
+	}
 }
 
 // compile builds the matchers from the lists.
