@@ -170,44 +170,11 @@ func (r *Reader) handle(raw []byte, last bool) {
 		}
 		return
 	}
-	if f := classify(scanObject(line[:min(len(line), classifySize)])); f != "" && !sameFamily(f, r.format) {
+	if f := classify(topKeys(line[:min(len(line), classifySize)])); f != "" && !sameFamily(f, r.format) {
 		r.foreign(f)
 		return
 	}
 	r.lp.record(r.b, r.line, line)
-}
-
-// classifySize is how much of a line handle looks at to tell its format:
-// the keys that tell formats apart come first in every record.
-const classifySize = 4 << 10
-
-// maxForeignWarnings caps the warnings for lines of another format; the
-// rest are counted in one more.
-const maxForeignWarnings = 10
-
-// foreign skips a line that belongs to another format than the file's (a
-// file spliced from two agents' transcripts), with a warning, rather than
-// letting the parser misread it or ignore it silently.
-func (r *Reader) foreign(f Format) {
-	r.foreignN++
-	r.foreignLast = r.line
-	if r.foreignN <= maxForeignWarnings {
-		r.b.warn(r.line, fmt.Sprintf("a %s record in a %s transcript; line skipped", f, r.format))
-	}
-}
-
-// foreignSummary warns once for the foreign lines past the cap.
-func (r *Reader) foreignSummary() {
-	if n := r.foreignN - maxForeignWarnings; n > 0 {
-		r.b.warn(r.foreignLast, fmt.Sprintf("%d more records of other formats than %s skipped, the last here", n, r.format))
-	}
-}
-
-// sameFamily reports whether records of format f are read by the parser
-// for format of: Claude Code's session files and stream-json share one.
-func sameFamily(f, of Format) bool {
-	claude := func(x Format) bool { return x == FormatClaudeCode || x == FormatClaudeStream }
-	return f == of || claude(f) && claude(of)
 }
 
 // readLine returns the next line without its newline. A line longer than
