@@ -136,7 +136,11 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 		fmt.Fprintf(w, ", %d subagent files", len(t.Subagents))
 	}
 	if len(t.Warnings) > 0 {
-		fmt.Fprintf(w, ", %d lines skipped", len(t.Warnings))
+		noun := "warnings"
+		if len(t.Warnings) == 1 {
+			noun = "warning"
+		}
+		fmt.Fprintf(w, ", %d %s (on stderr)", len(t.Warnings), noun)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
