@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -449,7 +448,7 @@ func linkGeminiSubagents(ctx context.Context, t *Transcript, path string, opts O
 		return nil
 	}
 	dir := filepath.Join(filepath.Dir(path), t.SessionID)
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil // no subagents
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -41,6 +43,33 @@ func openRegular(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// readDir lists the directory path like os.ReadDir, with openRegular's
+// care: a FIFO planted where a directory is expected is not opened
+// blocking.
+func readDir(path string) ([]fs.DirEntry, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
+	}
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }
 
 func isRegular(path string, st fs.FileInfo) error {

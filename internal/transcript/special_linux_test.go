@@ -91,6 +91,8 @@ func TestPlantedSubagentFIFO(t *testing.T) {
 			func(dir, stem string) string {
 				return filepath.Join(dir, "abcd1234-0000-4000-8000-000000000001", "evil.jsonl")
 			}, 0},
+		{"gemini subagent dir is a fifo", "gemini/session-2026-03-01T10-00-abcd1234.jsonl",
+			func(dir, stem string) string { return filepath.Join(dir, "abcd1234-0000-4000-8000-000000000001") }, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +121,8 @@ func TestPlantedSubagentFIFO(t *testing.T) {
 			}
 			// The Claude 2.0 sibling is only looked at for its session
 			// id; being unreadable it is not the session's, so no warning.
-			if !warned && tt.name != "claude 2.0 sibling" {
+			// A FIFO for Gemini's subagent directory means no subagents.
+			if !warned && tt.name != "claude 2.0 sibling" && tt.name != "gemini subagent dir is a fifo" {
 				t.Errorf("no warning for the planted FIFO %s: %v", fifo, tr.Warnings)
 			}
 		})
