@@ -74,7 +74,7 @@ func runTranscript(ctx context.Context, opts *transcriptOptions, args []string, 
 	if len(args) != 1 {
 		return &usageError{errors.New("transcript needs a FILE (or --discover SESSION)")}
 	}
-	t, err := transcript.ParseFile(args[0], transcript.Options{NoSubagents: opts.noSubagents})
+	t, err := transcript.ParseFileContext(ctx, args[0], transcript.Options{NoSubagents: opts.noSubagents})
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,11 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 		fmt.Fprintf(w, ", %d subagent files", len(t.Subagents))
 	}
 	if len(t.Warnings) > 0 {
-		fmt.Fprintf(w, ", %d lines skipped", len(t.Warnings))
+		noun := "warnings"
+		if len(t.Warnings) == 1 {
+			noun = "warning"
+		}
+		fmt.Fprintf(w, ", %d %s (on stderr)", len(t.Warnings), noun)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
@@ -255,7 +259,7 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 			_, _, _, home = session.InvokingUser()
 		}
 	}
-	found, err := transcript.Discover(home, cwd, from, to)
+	found, err := transcript.DiscoverContext(ctx, home, cwd, from, to)
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,7 @@ func TestRunTranscriptErrors(t *testing.T) {
 		{"no file", transcriptOptions{}, nil, true, nil},
 		{"unknown format", transcriptOptions{}, []string{garbage}, false, transcript.ErrUnknownFormat},
 		{"missing file", transcriptOptions{}, []string{filepath.Join(t.TempDir(), "nope.jsonl")}, false, os.ErrNotExist},
+		{"a directory", transcriptOptions{}, []string{t.TempDir()}, false, transcript.ErrNotRegular},
 		{"discover without anything", transcriptOptions{discover: true}, nil, true, nil},
 		{"discover with a bad time", transcriptOptions{discover: true, cwd: "/x", from: "yesterday"}, nil, true, nil},
 	}
@@ -161,7 +162,42 @@ func TestRunTranscriptErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line: %q", err)
 			}
+			if len(tt.args) > 0 && strings.Count(err.Error(), tt.args[0]) > 1 {
+				t.Errorf("error names the file more than once: %q", err)
+			}
 		})
+	}
+}
+
+// TestUsageLine: a usage error carries the verb's usage line, on the same
+// line as the error.
+func TestUsageLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"transcript"}, "transcript needs a FILE (or --discover SESSION); usage: polygraph transcript FILE | --discover SESSION [flags]"},
+		{[]string{"transcript", "--bogus"}, "unknown flag: --bogus; usage: polygraph transcript FILE | --discover SESSION [flags]"},
+		{[]string{"no-such-verb"}, "usage: polygraph VERB [flags] (see polygraph --help)"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			root := newRootCommand()
+			root.SetArgs(tt.args)
+			root.SetOut(&bytes.Buffer{})
+			root.SetErr(&bytes.Buffer{})
+			cmd, err := root.ExecuteC()
+			err = withUsage(cmd, err)
+			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to end %q", err, tt.want)
+			}
+			if exitCode(err, false) != exitUsage {
+				t.Errorf("exit %d, want %d", exitCode(err, false), exitUsage)
+			}
+		})
+	}
+	if err := withUsage(newRootCommand(), errors.New("disk full")); err.Error() != "disk full" {
+		t.Errorf("a failure that is not a usage error got a usage line: %v", err)
 	}
 }
 

@@ -109,8 +109,22 @@ func run() int {
 		}
 	}
 	root := newRootCommand()
-	err := root.ExecuteContext(ctx)
-	return exitCode(err, ctx.Err() != nil)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(withUsage(cmd, err), ctx.Err() != nil)
+}
+
+// withUsage adds the verb's usage line to a usage error, on the same line,
+// so a mistake in the command line says what the right one looks like.
+func withUsage(cmd *cobra.Command, err error) error {
+	var ue *usageError
+	if cmd == nil || err == nil || !errors.As(err, &ue) && !isCobraUsage(err) {
+		return err
+	}
+	use := cmd.UseLine()
+	if cmd.HasAvailableSubCommands() {
+		use = cmd.CommandPath() + " VERB [flags] (see " + cmd.CommandPath() + " --help)"
+	}
+	return &usageError{fmt.Errorf("%w; usage: %s", err, use)}
 }
 
 // exitCode maps an error from a verb to the process exit status and prints

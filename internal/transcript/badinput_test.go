@@ -172,11 +172,15 @@ func TestReaderStreams(t *testing.T) {
 	prompt := func(i int) string {
 		return fmt.Sprintf(`{"type":"user","uuid":"p%d","sessionId":"s1","message":{"role":"user","content":"step %d"}}`+"\n", i, i)
 	}
-	// The sniffer wants a full buffer or EOF; a long first turn fills it.
+	// The sniffer wants a full buffer or EOF; a long first turn fills it
+	// (with assistant text: a call under a reused id would be a new call).
 	go func() {
 		fmt.Fprint(pw, prompt(0))
+		for i := range 9 {
+			fmt.Fprint(pw, ccPair(i))
+		}
 		for i := range 3000 {
-			fmt.Fprint(pw, ccPair(i%9))
+			fmt.Fprintf(pw, `{"type":"assistant","uuid":"f%d","sessionId":"s1","message":{"id":"mf%d","role":"assistant","content":[{"type":"text","text":"%s"}]}}`+"\n", i, i, strings.Repeat("hmm ", 80))
 		}
 		fmt.Fprint(pw, prompt(1))
 		fmt.Fprint(pw, ccPair(9))

@@ -120,23 +120,9 @@ func claimsIn(s string) []*Claim {
 	add := func(k ClaimKind, subject string) {
 		out = append(out, &Claim{Kind: k, Text: s, Subject: subject, ToolCallIDs: []string{}})
 	}
-	if tests && !negated && !(reFail.MatchString(s) && !reNoFail.MatchString(s)) {
-		for _, re := range reTestsPassed {
-			loc := re.FindStringSubmatchIndex(s)
-			if loc == nil || reMakeSure.MatchString(s[:loc[0]]) {
-				continue
-			}
-			if re == reTestsPassed[2] && !reTestWord.MatchString(s) {
-				continue
-			}
-			count := ""
-			if len(loc) > 3 && loc[2] >= 0 {
-				count = s[loc[2]:loc[3]]
-			} else if m := reNumber.FindString(s[loc[0]:loc[1]]); m != "" {
-				count = m
-			}
+	if tests && !negated && !failed(s) {
+		if count, ok := testsPassed(s); ok {
 			add(ClaimTestsPassed, count)
-			break
 		}
 	}
 	if negated {
@@ -146,7 +132,7 @@ func claimsIn(s string) []*Claim {
 	if testsRan {
 		add(ClaimTestsRan, firstBacktick(s))
 	}
-	if built && reBuilt.MatchString(s) && !(reFail.MatchString(s) && !reNoFail.MatchString(s)) {
+	if built && reBuilt.MatchString(s) && !failed(s) {
 		add(ClaimBuildPassed, firstBacktick(s))
 	}
 	if install {
@@ -161,6 +147,41 @@ func claimsIn(s string) []*Claim {
 	if !(edit || create || del || ran || net) {
 		return dedupeClaims(out)
 	}
+	fileClaims(s, del, create, edit, add)
+	if ran && reRan.MatchString(s) && (!testsRan || firstBacktick(s) != "") {
+		add(ClaimRan, firstNonEmpty(firstBacktick(s), ranObject(s)))
+	}
+	if net && reNoNet.MatchString(s) {
+		add(ClaimNoNetwork, "")
+	}
+	return dedupeClaims(out)
+}
+
+// failed says whether s reports a failure (and does not deny one).
+func failed(s string) bool { return reFail.MatchString(s) && !reNoFail.MatchString(s) }
+
+// testsPassed finds a statement that tests passed in s, and the count it
+// gives, if any.
+func testsPassed(s string) (count string, ok bool) {
+	for _, re := range reTestsPassed {
+		loc := re.FindStringSubmatchIndex(s)
+		if loc == nil || reMakeSure.MatchString(s[:loc[0]]) {
+			continue
+		}
+		if re == reTestsPassed[2] && !reTestWord.MatchString(s) {
+			continue
+		}
+		if len(loc) > 3 && loc[2] >= 0 {
+			return s[loc[2]:loc[3]], true
+		}
+		return reNumber.FindString(s[loc[0]:loc[1]]), true
+	}
+	return "", false
+}
+
+// fileClaims adds the claims about files s makes: deleted, created,
+// edited (taking code out of a file or adding to one is an edit).
+func fileClaims(s string, del, create, edit bool, add func(ClaimKind, string)) {
 	paths := pathsIn(s)
 	fileish := len(paths) > 0 || reFileWord.MatchString(s)
 	switch {
@@ -180,13 +201,6 @@ func claimsIn(s string) []*Claim {
 	if edit && reEdited.MatchString(s) {
 		add(ClaimEdited, firstNonEmpty(strings.Join(paths, " "), firstBacktick(s)))
 	}
-	if ran && reRan.MatchString(s) && (!testsRan || firstBacktick(s) != "") {
-		add(ClaimRan, firstNonEmpty(firstBacktick(s), ranObject(s)))
-	}
-	if net && reNoNet.MatchString(s) {
-		add(ClaimNoNetwork, "")
-	}
-	return dedupeClaims(out)
 }
 
 func dedupeClaims(in []*Claim) []*Claim {
@@ -360,43 +374,13 @@ func linkClaim(c *Claim, turn []*ToolCall, parentID string) []string {
 	case ClaimBuildPassed:
 		pick(shell(reBuildCmd))
 	case ClaimInstalled:
-		names := strings.Split(strings.ToLower(c.Subject), ", ")
-		pick(func(tc *ToolCall) bool {
-			if tc.Kind != KindShell || !reInstallCmd.MatchString(tc.Command) {
-				return false
-			}
-			cmd := strings.ToLower(tc.Command)
-			for _, n := range names {
-				if n != "" && strings.Contains(cmd, n) {
-					return true
-				}
-			}
-			return false
-		})
+		pick(installs(strings.Split(strings.ToLower(c.Subject), ", ")))
 		if len(ids) == 0 {
 			pick(shell(reInstallCmd))
 		}
 	case ClaimEdited, ClaimCreated, ClaimDeleted:
-		claimed := pathsIn(c.Subject)
-		if len(claimed) == 0 && c.Subject != "" && !strings.Contains(c.Subject, " ") {
-			claimed = []string{c.Subject}
-		}
-		if len(claimed) > 0 {
-			pick(func(tc *ToolCall) bool {
-				for _, p := range claimed {
-					if tc.Kind == KindShell && mentions(tc, p) {
-						return true
-					}
-					if tc.Kind == KindWrite || tc.Kind == KindEdit {
-						for _, have := range tc.Paths {
-							if samePath(have, p) {
-								return true
-							}
-						}
-					}
-				}
-				return false
-			})
+		if claimed := claimedPaths(c.Subject); len(claimed) > 0 {
+			pick(touches(claimed))
 			break
 		}
 		switch c.Kind {
@@ -419,6 +403,52 @@ func linkClaim(c *Claim, turn []*ToolCall, parentID string) []string {
 		})
 	}
 	return ids
+}
+
+// installs matches an install command that names one of the packages.
+func installs(names []string) func(*ToolCall) bool {
+	return func(tc *ToolCall) bool {
+		if tc.Kind != KindShell || !reInstallCmd.MatchString(tc.Command) {
+			return false
+		}
+		cmd := strings.ToLower(tc.Command)
+		for _, n := range names {
+			if n != "" && strings.Contains(cmd, n) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// claimedPaths are the paths a file claim's subject names; a subject of
+// one word with no path in it is taken as a file name.
+func claimedPaths(subject string) []string {
+	claimed := pathsIn(subject)
+	if len(claimed) == 0 && subject != "" && !strings.Contains(subject, " ") {
+		claimed = []string{subject}
+	}
+	return claimed
+}
+
+// touches matches a call that writes or edits one of the paths, or a shell
+// call that names one.
+func touches(claimed []string) func(*ToolCall) bool {
+	return func(tc *ToolCall) bool {
+		for _, p := range claimed {
+			if tc.Kind == KindShell && mentions(tc, p) {
+				return true
+			}
+			if tc.Kind == KindWrite || tc.Kind == KindEdit {
+				for _, have := range tc.Paths {
+					if samePath(have, p) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
 }
 
 // samePath says whether a call's path is the one a claim names: equal, or

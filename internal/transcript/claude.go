@@ -58,10 +58,10 @@ type claudeMessage struct {
 type claudeBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
-	ID        string          `json:"id"`
+	ID        flexString      `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
+	ToolUseID flexString      `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 }
@@ -337,7 +337,7 @@ func (p *claudeParser) handle(b *builder, ctx claudeCtx, typ string, msg *claude
 }
 
 func (p *claudeParser) toolUse(b *builder, ctx claudeCtx, blk *claudeBlock) {
-	id := blk.ID
+	id := string(blk.ID)
 	if id == "" {
 		id = b.syntheticID(ctx.line)
 		b.warn(ctx.line, "tool_use without an id; gave it "+id)
@@ -377,11 +377,15 @@ func (p *claudeParser) toolUse(b *builder, ctx claudeCtx, blk *claudeBlock) {
 		tc.Paths = appendUnique(tc.Paths, a.strs("file_path", "notebook_path", "path")...)
 		tc.URLs = appendUnique(tc.URLs, a.strs("url")...)
 	}
-	b.add(tc)
+	if ctx.mirror {
+		b.add(tc) // the subagent's own file has it too
+	} else {
+		b.addNew(tc)
+	}
 }
 
 func (p *claudeParser) toolResult(b *builder, ctx claudeCtx, blk *claudeBlock, tur json.RawMessage) {
-	tc := b.call(blk.ToolUseID)
+	tc := b.resultCall(string(blk.ToolUseID))
 	if tc == nil {
 		return // its tool_use was handed out already, or is in a file not read
 	}
@@ -477,10 +481,14 @@ func joinedText(blocks []claudeBlock) string {
 	return strings.Join(parts, "\n")
 }
 
-// resultText is a tool_result's content as text: a string, or text blocks.
+// resultText is a tool_result's content as text: a string, text blocks,
+// or a bare number.
 func resultText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
+	}
+	if s, ok := scalarText(raw); ok {
+		return s
 	}
 	if raw[0] == '"' {
 		var s string

@@ -35,8 +35,8 @@ type codexLine struct {
 
 type codexItem struct {
 	Type      string          `json:"type"`
-	ID        string          `json:"id"`
-	CallID    string          `json:"call_id"`
+	ID        flexString      `json:"id"`
+	CallID    flexString      `json:"call_id"`
 	Name      string          `json:"name"`
 	Namespace string          `json:"namespace"`
 	Arguments json.RawMessage `json:"arguments"`
@@ -50,7 +50,7 @@ type codexItem struct {
 
 type codexEvent struct {
 	Type      string                     `json:"type"`
-	CallID    string                     `json:"call_id"`
+	CallID    flexString                 `json:"call_id"`
 	Command   json.RawMessage            `json:"command"`
 	Cwd       string                     `json:"cwd"`
 	ExitCode  *int                       `json:"exit_code"`
@@ -180,7 +180,7 @@ func (p *codexParser) item(b *builder, n int, ts time.Time, it *codexItem) {
 		}
 		_ = json.Unmarshal(it.Action, &act)
 		key := firstNonEmpty(act.Query, act.URL)
-		id := it.ID
+		id := string(it.ID)
 		if id == "" {
 			id = p.wsEnded[key]
 		}
@@ -193,13 +193,13 @@ func (p *codexParser) item(b *builder, n int, ts time.Time, it *codexItem) {
 		if act.URL != "" {
 			tc.URLs = []string{act.URL}
 		}
-		b.add(tc)
+		b.addNew(tc)
 	}
 	// reasoning, ghost_snapshot, compaction and newer items carry no calls.
 }
 
 func (p *codexParser) call(b *builder, n int, ts time.Time, it *codexItem) {
-	id := firstNonEmpty(it.CallID, it.ID)
+	id := firstNonEmpty(string(it.CallID), string(it.ID))
 	if id == "" {
 		id = b.syntheticID(n)
 		b.warn(n, it.Type+" without a call_id; gave it "+id)
@@ -215,7 +215,7 @@ func (p *codexParser) call(b *builder, n int, ts time.Time, it *codexItem) {
 		}
 		_ = json.Unmarshal(it.Action, &act)
 		p.argvCall(tc, act.Command, act.Workdir)
-		b.add(tc)
+		b.addNew(tc)
 		return
 	case "custom_tool_call":
 		var s string
@@ -231,7 +231,7 @@ func (p *codexParser) call(b *builder, n int, ts time.Time, it *codexItem) {
 		if it.Namespace != "" {
 			tc.Tool = it.Namespace + it.Name
 		}
-		b.add(tc)
+		b.addNew(tc)
 		return
 	}
 	switch it.Name {
@@ -275,7 +275,7 @@ func (p *codexParser) call(b *builder, n int, ts time.Time, it *codexItem) {
 	if tc.Kind != KindShell {
 		tc.Cwd = ""
 	}
-	b.add(tc)
+	b.addNew(tc)
 }
 
 // argvCall fills a call made through an argv-taking shell tool.
@@ -322,7 +322,7 @@ func patchCall(tc *ToolCall, patch string) {
 }
 
 func (p *codexParser) output(b *builder, ts time.Time, it *codexItem) {
-	tc := b.call(it.CallID)
+	tc := b.resultCall(string(it.CallID))
 	if tc == nil {
 		return
 	}
@@ -382,14 +382,14 @@ func (p *codexParser) event(b *builder, n int, ts time.Time, ev *codexEvent) {
 	case "task_started", "turn_started", "task_complete", "turn_complete", "turn_aborted", "user_message":
 		b.endTurn()
 	case "exec_command_begin", "exec_command_end":
-		tc := b.call(ev.CallID)
+		tc := b.call(string(ev.CallID))
 		if tc == nil {
 			if ev.Type != "exec_command_end" || ev.Source != "user_shell" || ev.CallID == "" {
 				return
 			}
 			// A command the user ran with `!` in the TUI: no model call,
 			// but a real process the kernel will have seen.
-			tc = b.add(&ToolCall{ID: ev.CallID, Tool: "user_shell", Kind: KindShell, StartedAt: ts, Source: b.where(n)})
+			tc = b.add(&ToolCall{ID: string(ev.CallID), Tool: "user_shell", Kind: KindShell, StartedAt: ts, Source: b.where(n)})
 			if tc == nil {
 				return
 			}
@@ -422,7 +422,7 @@ func (p *codexParser) event(b *builder, n int, ts time.Time, ev *codexEvent) {
 			}
 		}
 	case "patch_apply_begin", "patch_apply_end":
-		tc := b.call(ev.CallID)
+		tc := b.call(string(ev.CallID))
 		if tc == nil {
 			return
 		}
@@ -437,8 +437,8 @@ func (p *codexParser) event(b *builder, n int, ts time.Time, ev *codexEvent) {
 			delete(p.wsPending, ev.Query)
 			return
 		}
-		if b.call(ev.CallID) == nil && ev.CallID != "" {
-			p.wsEnded[ev.Query] = ev.CallID
+		if b.call(string(ev.CallID)) == nil && ev.CallID != "" {
+			p.wsEnded[ev.Query] = string(ev.CallID)
 		}
 	case "token_count":
 		if ev.Info != nil && ev.Info.Total != nil {
@@ -473,7 +473,8 @@ func codexOutput(raw json.RawMessage) (string, *bool) {
 	case '[':
 		return codexText(raw), nil
 	}
-	return "", nil
+	s, _ := scalarText(raw)
+	return s, nil
 }
 
 // codexText joins the text of content items.

@@ -1,13 +1,14 @@
 package transcript
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,8 +42,14 @@ const discoverSlack = 2 * time.Minute
 // CLI's ~/.gemini/tmp/*/chats/. A file matches when its recorded
 // working directory is cwd or below it (Gemini: its project directory is
 // cwd's) and its first-to-last timestamps overlap [from, to]. A zero from or
-// to leaves that side open; an empty cwd matches any.
+// to leaves that side open; an empty cwd matches any. Only regular files
+// are read: a FIFO or device where a transcript would be is passed over.
 func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
+	return DiscoverContext(context.Background(), home, cwd, from, to)
+}
+
+// DiscoverContext is Discover, stopping with ctx's error once ctx is done.
+func DiscoverContext(ctx context.Context, home, cwd string, from, to time.Time) ([]Found, error) {
 	if home == "" {
 		return nil, errors.New("discover transcripts: no home directory")
 	}
@@ -56,8 +63,15 @@ func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
 
 	var out []Found
 	for _, p := range uniqueStrings(cands...) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("discover transcripts: %w", err)
+		}
 		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() {
+		if err != nil {
+			continue
+		}
+		if err := isRegular(p, st); err != nil {
+			slog.Warn("transcript discovery passed over a file", "error", err)
 			continue
 		}
 		if !from.IsZero() && st.ModTime().Before(from.Add(-discoverSlack)) {
@@ -140,7 +154,7 @@ func matchesCwd(f Found, path, cwd string) bool {
 		if filepath.Base(proj) == hex.EncodeToString(sum[:]) {
 			return true
 		}
-		if root, err := os.ReadFile(filepath.Join(proj, ".project_root")); err == nil {
+		if root, err := readHead(filepath.Join(proj, ".project_root"), 64<<10); err == nil {
 			return cleanDir(strings.TrimSpace(string(root))) == cwd
 		}
 		return false
@@ -232,22 +246,4 @@ func unquote(q []byte) string {
 		return ""
 	}
 	return s
-}
-
-func readTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	off := max(st.Size()-n, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return buf, nil
 }

@@ -1,9 +1,9 @@
 package transcript
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,7 +31,7 @@ type geminiMsg struct {
 }
 
 type geminiToolCall struct {
-	ID        string          `json:"id"`
+	ID        flexString      `json:"id"`
 	Name      string          `json:"name"`
 	Args      json.RawMessage `json:"args"`
 	Result    json.RawMessage `json:"result"`
@@ -101,7 +101,7 @@ func geminiMessage(b *builder, line int, m *geminiMsg, rewound bool) {
 var reURL = regexp.MustCompile(`https?://[^\s"'<>)\]]+`)
 
 func geminiCall(b *builder, line int, msgTS time.Time, g *geminiToolCall, rewound bool) {
-	id := g.ID
+	id := string(g.ID)
 	if id == "" {
 		id = b.syntheticID(line)
 		b.warn(line, "tool call without an id; gave it "+id)
@@ -224,6 +224,9 @@ func geminiResult(raw json.RawMessage) string {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if s, ok := scalarText(raw); ok {
 		return s
 	}
 	if raw[0] == '{' {
@@ -440,12 +443,12 @@ func (geminiLogsParser) parse(b *builder, lc *lineCounter) error {
 
 // linkGeminiSubagents reads chats/<session id>/*.jsonl beside path, the
 // files Gemini CLI writes for subagents of that session.
-func linkGeminiSubagents(t *Transcript, path string, opts Options) error {
+func linkGeminiSubagents(ctx context.Context, t *Transcript, path string, opts Options) error {
 	if t.SessionID == "" || (t.gemini != nil && t.gemini.kind == "subagent") {
 		return nil
 	}
 	dir := filepath.Join(filepath.Dir(path), t.SessionID)
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil // no subagents
 	}
@@ -456,9 +459,12 @@ func linkGeminiSubagents(t *Transcript, path string, opts Options) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		st, err := ParseFile(p, sub)
+		st, err := ParseFileContext(ctx, p, sub)
 		if err != nil {
-			t.Warnings = append(t.Warnings, Warning{Source: p, Message: "subagent file skipped: " + err.Error()})
+			if ctx.Err() != nil {
+				return err
+			}
+			t.Warnings = append(t.Warnings, Warning{Source: p, Message: "subagent file skipped: " + subagentErr(p, err)})
 			continue
 		}
 		parent := ""

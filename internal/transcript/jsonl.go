@@ -20,6 +20,8 @@ import (
 type jsonlRecord struct {
 	Type string `json:"type"`
 	ToolCall
+	ID        flexString      `json:"id"`     // shadows ToolCall.ID: numbers are taken too
+	Result    flexString      `json:"result"` // shadows ToolCall.Result
 	Arguments json.RawMessage `json:"arguments"`
 	Agent     string          `json:"agent"`
 	Role      string          `json:"role"`
@@ -35,60 +37,14 @@ func (jsonlParser) record(b *builder, n int, raw []byte) {
 		b.warn(n, "unreadable record: "+shortErr(err))
 		return
 	}
+	r.ToolCall.ID, r.ToolCall.Result = string(r.ID), string(r.Result)
 	switch r.Type {
 	case "session":
-		var s struct {
-			SessionID string `json:"session_id"`
-			Agent     string `json:"agent"`
-			Cwd       string `json:"cwd"`
-			StartedAt string `json:"started_at"`
-			EndedAt   string `json:"ended_at"`
-			Version   string `json:"version"`
-		}
-		_ = json.Unmarshal(raw, &s)
-		b.t.SessionID = firstNonEmpty(b.t.SessionID, s.SessionID)
-		b.t.Agent = firstNonEmpty(b.t.Agent, s.Agent)
-		b.t.Cwd = firstNonEmpty(b.t.Cwd, s.Cwd)
-		b.t.Version = firstNonEmpty(b.t.Version, s.Version)
-		b.seen(parseTime(s.StartedAt))
-		b.seen(parseTime(s.EndedAt))
+		jsonlSession(b, raw)
 	case "tool_call":
-		tc := r.ToolCall
-		if tc.ID == "" {
-			tc.ID = b.syntheticID(n)
-			b.warn(n, "tool_call without an id; gave it "+tc.ID)
-		}
-		tc.Agent = firstNonEmpty(tc.Agent, r.Agent)
-		if tc.Source == "" {
-			tc.Source = b.where(n)
-		}
-		if tc.Kind == "" || tc.Command == "" && tc.Kind == KindShell {
-			genericCall(&tc, decodeArgs(r.Arguments))
-		}
-		if tc.Result != "" {
-			tc.Result = excerpt(tc.Result, b.opts.resultLimit())
-		}
-		b.seen(tc.StartedAt)
-		b.seen(tc.EndedAt)
-		b.add(&tc)
+		jsonlCall(b, n, &r)
 	case "tool_result":
-		tc := b.call(r.ID)
-		if tc == nil {
-			b.warn(n, "tool_result for an unknown call "+r.ID)
-			return
-		}
-		if !r.EndedAt.IsZero() {
-			tc.EndedAt = r.EndedAt
-			b.seen(r.EndedAt)
-		}
-		if r.Result != "" {
-			b.result(tc, r.Result)
-		}
-		tc.IsError = tc.IsError || r.IsError
-		tc.Rejected = tc.Rejected || r.Rejected
-		if r.ExitCode != nil {
-			tc.ExitCode = r.ExitCode
-		}
+		jsonlResult(b, n, &r)
 	case "message":
 		at := parseTime(r.At)
 		b.seen(at)
@@ -115,3 +71,65 @@ func (jsonlParser) record(b *builder, n int, raw []byte) {
 }
 
 func (jsonlParser) finish(b *builder) {}
+
+// jsonlSession applies a session record: who wrote the file, where, when.
+func jsonlSession(b *builder, raw []byte) {
+	var s struct {
+		SessionID string `json:"session_id"`
+		Agent     string `json:"agent"`
+		Cwd       string `json:"cwd"`
+		StartedAt string `json:"started_at"`
+		EndedAt   string `json:"ended_at"`
+		Version   string `json:"version"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	b.t.SessionID = firstNonEmpty(b.t.SessionID, s.SessionID)
+	b.t.Agent = firstNonEmpty(b.t.Agent, s.Agent)
+	b.t.Cwd = firstNonEmpty(b.t.Cwd, s.Cwd)
+	b.t.Version = firstNonEmpty(b.t.Version, s.Version)
+	b.seen(parseTime(s.StartedAt))
+	b.seen(parseTime(s.EndedAt))
+}
+
+// jsonlCall adds a tool_call record's call.
+func jsonlCall(b *builder, n int, r *jsonlRecord) {
+	tc := r.ToolCall
+	if tc.ID == "" {
+		tc.ID = b.syntheticID(n)
+		b.warn(n, "tool_call without an id; gave it "+tc.ID)
+	}
+	tc.Agent = firstNonEmpty(tc.Agent, r.Agent)
+	if tc.Source == "" {
+		tc.Source = b.where(n)
+	}
+	if tc.Kind == "" || tc.Command == "" && tc.Kind == KindShell {
+		genericCall(&tc, decodeArgs(r.Arguments))
+	}
+	if tc.Result != "" {
+		tc.Result = excerpt(tc.Result, b.opts.resultLimit())
+	}
+	b.seen(tc.StartedAt)
+	b.seen(tc.EndedAt)
+	b.addNew(&tc)
+}
+
+// jsonlResult applies a tool_result record to its call.
+func jsonlResult(b *builder, n int, r *jsonlRecord) {
+	tc := b.resultCall(r.ToolCall.ID)
+	if tc == nil {
+		b.warn(n, "tool_result for an unknown call "+r.ToolCall.ID)
+		return
+	}
+	if !r.EndedAt.IsZero() {
+		tc.EndedAt = r.EndedAt
+		b.seen(r.EndedAt)
+	}
+	if r.ToolCall.Result != "" {
+		b.result(tc, r.ToolCall.Result)
+	}
+	tc.IsError = tc.IsError || r.IsError
+	tc.Rejected = tc.Rejected || r.Rejected
+	if r.ExitCode != nil {
+		tc.ExitCode = r.ExitCode
+	}
+}

@@ -432,29 +432,34 @@ func (p *otelParser) emit(b *builder) {
 			continue
 		}
 		if sp.op() == "execute_tool" {
-			name := sp.str("gen_ai.tool.name")
-			if name == "" {
-				name = strings.TrimSpace(strings.TrimPrefix(sp.name, "execute_tool"))
-			}
-			tc := &ToolCall{ID: callID(sp), Agent: firstNonEmpty(agent, sp.service), Tool: name, StartedAt: sp.start, EndedAt: sp.end,
-				ParentID: parent, SessionID: sp.str("gen_ai.conversation.id"), Source: b.where(sp.line)}
-			genericCall(tc, decodeArgs(json.RawMessage(strconvQuoteIfString(sp.attrs["gen_ai.tool.call.arguments"]))))
-			result := sp.str("gen_ai.tool.call.result")
-			if result == "" && sp.isError {
-				result = sp.statusMsg
-			}
-			b.result(tc, result)
-			tc.IsError = sp.isError || sp.str("error.type") != ""
-			if n, ok := jsonNumber(sp.attrs["process.exit.code"]); ok {
-				tc.ExitCode = intPtr(int(n))
-			} else if v, ok := sp.attrs["process.exit.code"].(int64); ok {
-				tc.ExitCode = intPtr(int(v))
-			} else if tc.Kind == KindShell {
-				tc.ExitCode = firstInt(matchInt(reExitCode, result), matchInt(reProcessExited, result))
-			}
-			b.add(tc)
+			b.add(otelCall(b, sp, callID(sp), firstNonEmpty(agent, sp.service), parent))
 		}
 	}
+}
+
+// otelCall is the call an execute_tool span describes.
+func otelCall(b *builder, sp *otelSpan, id, agent, parent string) *ToolCall {
+	name := sp.str("gen_ai.tool.name")
+	if name == "" {
+		name = strings.TrimSpace(strings.TrimPrefix(sp.name, "execute_tool"))
+	}
+	tc := &ToolCall{ID: id, Agent: agent, Tool: name, StartedAt: sp.start, EndedAt: sp.end,
+		ParentID: parent, SessionID: sp.str("gen_ai.conversation.id"), Source: b.where(sp.line)}
+	genericCall(tc, decodeArgs(json.RawMessage(strconvQuoteIfString(sp.attrs["gen_ai.tool.call.arguments"]))))
+	result := sp.str("gen_ai.tool.call.result")
+	if result == "" && sp.isError {
+		result = sp.statusMsg
+	}
+	b.result(tc, result)
+	tc.IsError = sp.isError || sp.str("error.type") != ""
+	if n, ok := jsonNumber(sp.attrs["process.exit.code"]); ok {
+		tc.ExitCode = intPtr(int(n))
+	} else if v, ok := sp.attrs["process.exit.code"].(int64); ok {
+		tc.ExitCode = intPtr(int(v))
+	} else if tc.Kind == KindShell {
+		tc.ExitCode = firstInt(matchInt(reExitCode, result), matchInt(reProcessExited, result))
+	}
+	return tc
 }
 
 // strconvQuoteIfString gives the JSON for an attribute value: a string holding

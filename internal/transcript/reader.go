@@ -3,16 +3,12 @@ package transcript
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"time"
-
-	"github.com/polygraph/polygraph/internal/agent"
 )
 
 // Entry is one item from Reader.Next: exactly one of ToolCall and Claim is set.
@@ -39,6 +35,8 @@ type Reader struct {
 	b      *builder
 	line   int
 	done   bool
+
+	foreignN, foreignLast int // lines of another format skipped; the last one
 }
 
 // lineParser handles one record of a JSONL format; finish runs at the end of
@@ -54,6 +52,8 @@ type docParser interface {
 	parse(b *builder, r *lineCounter) error
 }
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // NewReader sniffs r's format and returns a reader over it. source names the
 // input in warnings (usually the file path).
 func NewReader(r io.Reader, source string, opts Options) (*Reader, error) {
@@ -65,9 +65,11 @@ func newReader(r io.Reader, source string, opts Options, keep bool) (*Reader, er
 	// input goes, then put it back in front of the rest.
 	var head bytes.Buffer
 	if _, err := head.ReadFrom(io.LimitReader(r, sniffSize)); err != nil {
-		return nil, fmt.Errorf("read %s: %w", source, err)
+		return nil, fmt.Errorf("read %s: %w", source, pathless(err))
 	}
-	prefix := head.Bytes()
+	// A byte order mark would hide the first record (and with it the
+	// session's metadata) from the line parsers and the JSON decoders.
+	prefix := bytes.TrimPrefix(head.Bytes(), utf8BOM)
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(prefix), r), 64<<10)
 	format := opts.Format
 	if format == "" {
@@ -144,12 +146,13 @@ func (r *Reader) step() error {
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
+			r.foreignSummary()
 			r.lp.finish(r.b)
 			r.b.finish()
 			r.done = true
 			return nil
 		}
-		return fmt.Errorf("read %s: %w", r.src, err)
+		return fmt.Errorf("read %s: %w", r.src, pathless(err))
 	}
 	return nil
 }
@@ -165,6 +168,10 @@ func (r *Reader) handle(raw []byte, last bool) {
 		} else {
 			r.b.warn(r.line, "not a JSON object; line skipped")
 		}
+		return
+	}
+	if f := classify(topKeys(line[:min(len(line), classifySize)])); f != "" && !sameFamily(f, r.format) {
+		r.foreign(f)
 		return
 	}
 	r.lp.record(r.b, r.line, line)
@@ -237,6 +244,14 @@ func (c *lineCounter) lineAt(off int64) int {
 // Parse reads a whole transcript from r. name is used in warnings and errors.
 // It does not look for subagent files; ParseFile does.
 func Parse(r io.Reader, name string, opts Options) (*Transcript, error) {
+	return ParseContext(context.Background(), r, name, opts)
+}
+
+// ParseContext is Parse, stopping with ctx's error once ctx is done; a read
+// from a pipe that is waiting for data ends then too.
+func ParseContext(ctx context.Context, r io.Reader, name string, opts Options) (*Transcript, error) {
+	r, stop := withContext(ctx, r)
+	defer stop()
 	rd, err := newReader(r, name, opts, true)
 	if err != nil {
 		return nil, err
@@ -271,13 +286,21 @@ func Parse(r io.Reader, name string, opts Options) (*Transcript, error) {
 // sit inline, in linked subagent files beside path as the agent lays them out,
 // or only mirrored in progress records. Each call appears once (by tool-use
 // id), and a subagent's calls carry the id of the call that started them.
+// Only a regular file is read (ErrNotRegular otherwise), so a FIFO in its
+// place cannot block; a subagent file that is not one is skipped with a
+// warning.
 func ParseFile(path string, opts Options) (*Transcript, error) {
-	f, err := os.Open(path)
+	return ParseFileContext(context.Background(), path, opts)
+}
+
+// ParseFileContext is ParseFile, stopping with ctx's error once ctx is done.
+func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcript, error) {
+	f, err := openRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
+		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
 	}
 	defer f.Close()
-	t, err := Parse(f, path, opts)
+	t, err := ParseContext(ctx, f, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -287,294 +310,13 @@ func ParseFile(path string, opts Options) (*Transcript, error) {
 	}
 	switch t.Format {
 	case FormatClaudeCode:
-		if err := linkClaudeSubagents(t, path, opts); err != nil {
+		if err := linkClaudeSubagents(ctx, t, path, opts); err != nil {
 			return nil, err
 		}
 	case FormatGeminiJSON, FormatGeminiJSONL:
-		if err := linkGeminiSubagents(t, path, opts); err != nil {
+		if err := linkGeminiSubagents(ctx, t, path, opts); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
-}
-
-// mergeSubagent adds sub's calls and claims to t, each call once by id,
-// filling in what t's copy (say, an agent_progress mirror) lacks.
-func mergeSubagent(t, sub *Transcript, parentID, agentID string) {
-	byID := make(map[string]*ToolCall, len(t.ToolCalls))
-	for _, tc := range t.ToolCalls {
-		byID[tc.ID] = tc
-	}
-	for _, tc := range sub.ToolCalls {
-		if tc.ParentID == "" {
-			tc.ParentID = parentID
-		}
-		if tc.AgentID == "" {
-			tc.AgentID = agentID
-		}
-		if have, ok := byID[tc.ID]; ok {
-			mergeCall(have, tc)
-			continue
-		}
-		byID[tc.ID] = tc
-		t.ToolCalls = append(t.ToolCalls, tc)
-	}
-	for _, c := range sub.Claims {
-		if c.ParentID == "" {
-			c.ParentID = parentID
-		}
-		t.Claims = append(t.Claims, c)
-	}
-	t.Usage.InputTokens += sub.Usage.InputTokens
-	t.Usage.OutputTokens += sub.Usage.OutputTokens
-	t.Usage.CacheReadTokens += sub.Usage.CacheReadTokens
-	t.Usage.CacheCreationTokens += sub.Usage.CacheCreationTokens
-	t.Compactions += sub.Compactions
-	t.Warnings = append(t.Warnings, sub.Warnings...)
-	if !sub.StartedAt.IsZero() && (t.StartedAt.IsZero() || sub.StartedAt.Before(t.StartedAt)) {
-		t.StartedAt = sub.StartedAt
-	}
-	if sub.EndedAt.After(t.EndedAt) {
-		t.EndedAt = sub.EndedAt
-	}
-}
-
-// sortByStart orders calls and claims by time after files were merged; the
-// sort is stable and calls without a time keep their place.
-func sortByStart(t *Transcript) {
-	slices.SortStableFunc(t.ToolCalls, func(a, b *ToolCall) int {
-		if a.StartedAt.IsZero() || b.StartedAt.IsZero() {
-			return 0
-		}
-		return a.StartedAt.Compare(b.StartedAt)
-	})
-	slices.SortStableFunc(t.Claims, func(a, b *Claim) int {
-		if a.At.IsZero() || b.At.IsZero() {
-			return 0
-		}
-		return a.At.Compare(b.At)
-	})
-}
-
-// mergeCall fills dst's empty fields from src.
-func mergeCall(dst, src *ToolCall) {
-	if dst.Tool == "" {
-		dst.Tool = src.Tool
-	}
-	if dst.Kind == "" || dst.Kind == KindOther && src.Kind != "" {
-		dst.Kind = src.Kind
-	}
-	if dst.Command == "" {
-		dst.Command = src.Command
-	}
-	if dst.Argv == nil {
-		dst.Argv = src.Argv
-	}
-	dst.Paths = appendUnique(dst.Paths, src.Paths...)
-	dst.URLs = appendUnique(dst.URLs, src.URLs...)
-	if dst.StartedAt.IsZero() {
-		dst.StartedAt = src.StartedAt
-	}
-	if dst.EndedAt.IsZero() {
-		dst.EndedAt = src.EndedAt
-	}
-	if dst.Result == "" {
-		dst.Result = src.Result
-	}
-	dst.IsError = dst.IsError || src.IsError
-	if dst.ExitCode == nil {
-		dst.ExitCode = src.ExitCode
-	}
-	if dst.Cwd == "" {
-		dst.Cwd = src.Cwd
-	}
-	if dst.ParentID == "" {
-		dst.ParentID = src.ParentID
-	}
-	if dst.AgentID == "" {
-		dst.AgentID = src.AgentID
-	}
-	if dst.Polls == "" {
-		dst.Polls = src.Polls
-	}
-	dst.Rejected = dst.Rejected || src.Rejected
-	dst.Background = dst.Background || src.Background
-	if dst.SessionID == "" {
-		dst.SessionID = src.SessionID
-	}
-	if dst.Source == "" {
-		dst.Source = src.Source
-	}
-}
-
-func appendUnique(dst []string, vals ...string) []string {
-	for _, v := range vals {
-		if v != "" && !slices.Contains(dst, v) {
-			dst = append(dst, v)
-		}
-	}
-	return dst
-}
-
-// builder collects what the format parsers find and hands it out per turn.
-type builder struct {
-	src   string
-	base  string // base name of src, for synthesised ids
-	opts  Options
-	t     *Transcript
-	keep  bool                 // keep every call for late updates (Parse, ParseFile)
-	byID  map[string]*ToolCall // calls not yet forgotten
-	gone  map[string]bool      // streaming: ids handed out and forgotten
-	turn  []*ToolCall          // calls of the current turn, for claims
-	pend  []Entry              // current turn, in order of appearance
-	ready []Entry
-	seq   int
-}
-
-func newBuilder(src string, opts Options, format Format, keep bool) *builder {
-	return &builder{
-		src:  src,
-		base: filepath.Base(src),
-		opts: opts,
-		keep: keep,
-		t:    &Transcript{Path: src, Format: format, Agent: agentFor(format)},
-		byID: map[string]*ToolCall{},
-		gone: map[string]bool{},
-	}
-}
-
-// agentFor names the agent whose profile lists format; "" for the
-// generic formats, whose files name their agent themselves.
-func agentFor(f Format) string {
-	if p, ok := agent.ByFormat(string(f)); ok && !p.Generic {
-		return p.Name
-	}
-	return ""
-}
-
-func (b *builder) where(line int) string {
-	if line <= 0 {
-		return b.src
-	}
-	return fmt.Sprintf("%s:%d", b.src, line)
-}
-
-func (b *builder) warn(line int, msg string) {
-	b.t.Warnings = append(b.t.Warnings, Warning{Source: b.where(line), Message: msg})
-}
-
-// seen widens the transcript's time span.
-func (b *builder) seen(ts time.Time) {
-	if ts.IsZero() {
-		return
-	}
-	if b.t.StartedAt.IsZero() || ts.Before(b.t.StartedAt) {
-		b.t.StartedAt = ts
-	}
-	if ts.After(b.t.EndedAt) {
-		b.t.EndedAt = ts
-	}
-}
-
-// syntheticID names a call whose record carries no id.
-func (b *builder) syntheticID(line int) string {
-	b.seq++
-	return fmt.Sprintf("%s:%d#%d", b.base, line, b.seq)
-}
-
-// call returns the call with id, or nil when unknown (or already handed out).
-func (b *builder) call(id string) *ToolCall {
-	if id == "" {
-		return nil
-	}
-	return b.byID[id]
-}
-
-// add records a new call, or merges tc into the call with the same id and
-// returns that one. It returns nil for an id already handed out.
-func (b *builder) add(tc *ToolCall) *ToolCall {
-	if b.gone[tc.ID] {
-		return nil
-	}
-	if have := b.byID[tc.ID]; have != nil {
-		mergeCall(have, tc)
-		return have
-	}
-	if tc.Agent == "" {
-		tc.Agent = b.t.Agent
-	}
-	if tc.SessionID == "" {
-		tc.SessionID = b.t.SessionID
-	}
-	if tc.Cwd == "" && tc.Kind == KindShell {
-		tc.Cwd = b.t.Cwd
-	}
-	b.byID[tc.ID] = tc
-	b.turn = append(b.turn, tc)
-	b.pend = append(b.pend, Entry{ToolCall: tc})
-	return tc
-}
-
-// result records a call's result text, capped to the result limit.
-func (b *builder) result(tc *ToolCall, text string) {
-	tc.Result = excerpt(text, b.opts.resultLimit())
-}
-
-// say extracts claims from assistant text and queues them with the turn.
-func (b *builder) say(line int, at time.Time, text, parentID string) {
-	for _, c := range ExtractClaims(text) {
-		c.At = at
-		c.ParentID = parentID
-		c.SessionID = b.t.SessionID
-		c.Source = b.where(line)
-		c.ToolCallIDs = linkClaim(c, b.turn, parentID)
-		b.pend = append(b.pend, Entry{Claim: c})
-	}
-}
-
-// endTurn hands out the current turn.
-func (b *builder) endTurn() {
-	b.ready = append(b.ready, b.pend...)
-	if !b.keep {
-		for _, e := range b.pend {
-			if e.ToolCall != nil {
-				delete(b.byID, e.ToolCall.ID)
-				b.gone[e.ToolCall.ID] = true
-			}
-		}
-	}
-	b.pend = nil
-	b.turn = nil
-}
-
-func (b *builder) finish() { b.endTurn() }
-
-// excerpt cuts s to at most n bytes on a rune boundary, marking the cut.
-func excerpt(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(c byte) bool { return c&0xC0 != 0x80 }
-
-// parseTime reads the timestamps agents write: RFC 3339 with or without
-// fractional seconds.
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
 }

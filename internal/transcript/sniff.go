@@ -42,7 +42,11 @@ func Sniff(prefix []byte) Format {
 	case doc.has("messages") && (doc.has("sessionId") || doc.has("projectHash")):
 		return FormatGeminiJSON
 	}
-	// Otherwise one record per line: the first record that says what it is wins.
+	// Otherwise one record per line: the format most of the first records
+	// that say what they are belong to (the earliest on a tie), so one
+	// record of another agent spliced in front does not decide.
+	votes := map[Format]int{}
+	var first []Format
 	lines := 0
 	for len(prefix) > 0 && lines < 64 {
 		var line []byte
@@ -57,10 +61,19 @@ func Sniff(prefix []byte) Format {
 		}
 		lines++
 		if f := classify(scanObject(line)); f != "" {
-			return f
+			if votes[f] == 0 {
+				first = append(first, f)
+			}
+			votes[f]++
 		}
 	}
-	return ""
+	best := Format("")
+	for _, f := range first {
+		if votes[f] > votes[best] {
+			best = f
+		}
+	}
+	return best
 }
 
 // classify names the format one JSONL record belongs to, or "" when the

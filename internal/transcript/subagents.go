@@ -1,8 +1,9 @@
 package transcript
 
 import (
-	"io"
-	"os"
+	"context"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 )
@@ -13,7 +14,7 @@ import (
 // sibling agent-<id>.jsonl files with the same sessionId (2.0.x). The link is
 // the Task result's agentId; failing that, the subagent's first prompt equals
 // the Task's prompt.
-func linkClaudeSubagents(t *Transcript, path string, opts Options) error {
+func linkClaudeSubagents(ctx context.Context, t *Transcript, path string, opts Options) error {
 	links := t.claude
 	if links == nil || links.ownAgentID != "" {
 		return nil // not a main session file
@@ -37,9 +38,12 @@ func linkClaudeSubagents(t *Transcript, path string, opts Options) error {
 	sub.NoSubagents = true
 	sub.Format = FormatClaudeCode
 	for _, f := range uniqueStrings(files...) {
-		st, err := ParseFile(f, sub)
+		st, err := ParseFileContext(ctx, f, sub)
 		if err != nil {
-			t.Warnings = append(t.Warnings, Warning{Source: f, Message: "subagent file skipped: " + err.Error()})
+			if ctx.Err() != nil {
+				return err
+			}
+			t.Warnings = append(t.Warnings, Warning{Source: f, Message: "subagent file skipped: " + subagentErr(f, err)})
 			continue
 		}
 		agentID := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "agent-"), ".jsonl")
@@ -79,16 +83,12 @@ func uniqueStrings(vals ...string) []string {
 	return out
 }
 
-func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// subagentErr is why a subagent file was skipped, without its path: the
+// warning names the file already.
+func subagentErr(path string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err.Error()
 	}
-	defer f.Close()
-	buf := make([]byte, n)
-	k, err := io.ReadFull(f, buf)
-	if k == 0 && err != nil {
-		return nil, err
-	}
-	return buf[:k], nil
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "read transcript "+path+": "), path+": ")
 }

@@ -9,7 +9,9 @@
 // JSONL (docs/transcript-jsonl.md). Input is streamed line by line, so memory
 // follows the number of tool calls, not the size of the file; a line that
 // does not parse becomes one Warning naming file:line and the rest still
-// counts.
+// counts. No call is dropped without a warning: a record of another format
+// spliced in, or a second call under an id already used (kept as "<id>#2"),
+// is named with file:line too.
 //
 // The package is portable: correlation against kernel events happens
 // elsewhere (internal/correlate), so nothing here depends on Linux.
