@@ -7,7 +7,8 @@ import "time"
 
 // Meta describes one recorded session. It is written when the session is
 // created and completed when it is closed; a session whose CleanClose is
-// false was not closed (polygraph was killed, the machine went down).
+// false was either still being written when it was read (InProgress) or
+// never closed (polygraph was killed, the machine went down).
 type Meta struct {
 	ID          string            `json:"id"`
 	Path        string            `json:"path"`
@@ -28,6 +29,15 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// The fields below are never stored: the Reader computes them.
+
+	// InProgress is set when CleanClose is false and the writer is still
+	// running: the session is being recorded, not abandoned.
+	InProgress bool `json:"in_progress,omitempty"`
+	// Integrity is what checking the hash chain found (integrity.go):
+	// one of the Integrity* constants, "" until the chunks were read.
+	Integrity string `json:"integrity,omitempty"`
+
 	// Error is set only by List, for a file in the sessions directory that
 	// could not be read; the other fields are then what the file name tells.
 	Error string `json:"error,omitempty"`
@@ -39,4 +49,15 @@ type Leftover struct {
 	ExecID string   `json:"exec_id"`
 	Comm   string   `json:"comm"`
 	Argv   []string `json:"argv"`
+}
+
+// writerID names the process writing a session (the meta row 'writer'),
+// so that a reader can tell a session still being recorded from one whose
+// writer died: its pid, its start time in clock ticks since boot
+// (/proc/PID/stat) and the kernel's boot id. It is kept out of Meta so
+// that reports and listings stay as they were.
+type writerID struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start,omitempty"`
+	Boot  string `json:"boot_id,omitempty"`
 }
