@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func (f Fault) String() string {
 	case f.Dropping:
 		return fmt.Sprintf("session storage still failing (%v): memory budget spent, events are being dropped (%s)", f.Err, f.Cause)
 	}
-	return fmt.Sprintf("session storage failing (%v): recording into memory (up to %d MiB) until it recovers", f.Err, memoryBudget>>20)
+	return fmt.Sprintf("session storage failing (%v): recording into memory (up to %d KiB) until it recovers", f.Err, memoryBudget>>10)
 }
 
 // OnFault sets fn to be called, from the writer's goroutine, each time
@@ -229,7 +230,7 @@ func describe(err error) error {
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s %s: %w", ErrDiskFull, pe.Op, pe.Path, pe.Err)
+		return fmt.Errorf("%w: %s %s: %w", ErrDiskFull, pe.Op, filepath.Base(pe.Path), pe.Err)
 	}
 	return fmt.Errorf("%w (%w)", ErrDiskFull, err)
 }
