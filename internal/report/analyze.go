@@ -80,7 +80,7 @@ func Analyze(o Options) (*Report, error) {
 		})
 		debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 		if err != nil {
-			return nil, fmt.Errorf("read session %s: %w", o.SessionPath, err)
+			return nil, err // it names the session
 		}
 		left, err := r.Leftovers()
 		if err != nil {
@@ -113,7 +113,9 @@ func Analyze(o Options) (*Report, error) {
 		findings = detect.Run(detect.Input{Events: events, Transcript: tr, Attribution: attr, Meta: *meta, Policy: pol})
 	}
 	rep := Build(meta, sum, tr, attr, findings)
-	if meta != nil && !meta.CleanClose {
+	if meta != nil && meta.InProgress {
+		rep.Notes = append(rep.Notes, "the session is still being recorded: events after the last flush are not in this report")
+	} else if meta != nil && !meta.CleanClose {
 		rep.Notes = append(rep.Notes, "the session was not closed cleanly (polygraph was killed): events after the last flush are missing")
 	}
 	if meta != nil && sum.LostTotal > 0 {
