@@ -1,12 +1,14 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -55,6 +57,7 @@ type Fault struct {
 	Cause     string // CauseDiskFull or CauseWriteError
 	Recovered bool   // the disk takes writes again; what was held is written
 	Dropping  bool   // the memory budget is spent: events are being dropped
+	Closing   bool   // Close gave up on the Held events: the disk never recovered
 	Held      int    // events held in memory
 	Lost      uint64 // events dropped so far under Cause
 }
@@ -62,12 +65,18 @@ type Fault struct {
 // String is the one-line warning for f.
 func (f Fault) String() string {
 	switch {
+	case f.Closing:
+		return fmt.Sprintf("session storage still failing at close (%v): %d events held in memory are lost (%s)", f.Err, f.Held, f.Cause)
 	case f.Recovered:
 		return fmt.Sprintf("session storage recovered: %d events held in memory were written, %d lost (%s)", f.Held, f.Lost, f.Cause)
 	case f.Dropping:
 		return fmt.Sprintf("session storage still failing (%v): memory budget spent, events are being dropped (%s)", f.Err, f.Cause)
 	}
-	return fmt.Sprintf("session storage failing (%v): recording into memory (up to %d KiB) until it recovers", f.Err, memoryBudget>>10)
+	budget := fmt.Sprintf("%d KiB", memoryBudget>>10)
+	if memoryBudget >= 1<<20 {
+		budget = fmt.Sprintf("%d MiB", memoryBudget>>20)
+	}
+	return fmt.Sprintf("session storage failing (%v): recording into memory (up to %s) until it recovers", f.Err, budget)
 }
 
 // OnFault sets fn to be called, from the writer's goroutine, each time
@@ -111,6 +120,7 @@ func (w *Writer) failTx(err error) {
 	w.pending = 0
 	held := append([]*batch(nil), w.tx...)
 	for _, b := range w.tx {
+		b.data = slices.Clip(bytes.Clone(b.data)) // see hold
 		w.heldBytes += b.size()
 	}
 	w.backlog = append(held, w.backlog...)
@@ -130,10 +140,13 @@ func (w *Writer) failTx(err error) {
 // hold keeps b in memory while the disk refuses writes, or drops it when
 // the budget is spent.
 func (w *Writer) hold(b *batch) {
-	if w.heldBytes+b.size() > memoryBudget {
+	if w.heldBytes+len(b.data)+64 > memoryBudget {
 		w.drop(b)
 		return
 	}
+	// The batch's buffer is sized for a full chunk; held, it keeps only
+	// its records, so the budget counts what memory really holds.
+	b.data = slices.Clip(bytes.Clone(b.data))
 	w.accept(b)
 	w.backlog = append(w.backlog, b)
 	w.heldBytes += b.size()
@@ -154,26 +167,39 @@ func (w *Writer) drop(b *batch) {
 	}
 }
 
-// retry tries to write what is held; on success the writer is healthy again.
+// retry tries to write what is held, retryTxEvents at a time so that a
+// disk with a little room again takes what fits; once all of it is
+// written the writer is healthy again.
 func (w *Writer) retry() {
 	w.lastTry = time.Now()
-	err := func() error {
-		for _, b := range w.backlog {
-			if err := w.insertBatch(b); err != nil {
-				return err
-			}
-		}
-		return w.commitTx(true, false)
-	}()
-	if err != nil {
-		if w.inTx {
-			w.exec("ROLLBACK")
-			w.inTx = false
-		}
-		return
-	}
 	held := w.heldEvents()
-	w.settle(w.backlog)
+	for len(w.backlog) > 0 {
+		n, events := 0, 0
+		for n < len(w.backlog) && (n == 0 || events+w.backlog[n].n <= retryTxEvents) {
+			events += w.backlog[n].n
+			n++
+		}
+		err := func() error {
+			for _, b := range w.backlog[:n] {
+				if err := w.insertBatch(b); err != nil {
+					return err
+				}
+			}
+			return w.commitTx(true, false)
+		}()
+		if err != nil {
+			if w.inTx {
+				w.exec("ROLLBACK")
+				w.inTx = false
+			}
+			return
+		}
+		for _, b := range w.backlog[:n] {
+			w.heldBytes -= b.size()
+		}
+		w.settle(w.backlog[:n])
+		w.backlog = w.backlog[n:]
+	}
 	w.backlog, w.heldBytes, w.fault, w.dropping = nil, 0, nil, false
 	w.mu.Lock()
 	w.faultErr = nil
@@ -181,10 +207,16 @@ func (w *Writer) retry() {
 	w.report(Fault{Cause: w.cause, Recovered: true, Held: held})
 }
 
+// retryTxEvents bounds the events of one transaction of a retry.
+const retryTxEvents = 4096
+
 // dropBacklog gives up on what is held, counting it lost, for a Close
 // whose disk still refuses writes.
 func (w *Writer) dropBacklog() {
 	n := w.heldEvents()
+	if n > 0 {
+		w.report(Fault{Err: describe(w.fault), Cause: w.cause, Dropping: true, Closing: true, Held: n})
+	}
 	for _, b := range w.backlog {
 		w.recycle(b)
 	}
