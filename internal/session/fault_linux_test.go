@@ -114,6 +114,9 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// TestDiskFillsWhileRecording fills a tmpfs under a recording writer. One
+// function, over 80 lines, because the steps (record, fill, keep recording,
+// free or not, close, read) are one story that shares its counters.
 func TestDiskFillsWhileRecording(t *testing.T) {
 	for _, tt := range []struct {
 		name    string

@@ -168,6 +168,9 @@ func resumOnly(t *testing.T, db *sql.DB, seqs ...int64) {
 	}
 }
 
+// TestTamperAndDamage edits a recorded session the ways a failing disk or
+// a person might and checks what the reader says. It is long because the
+// table of edits is: each case is a few lines.
 func TestTamperAndDamage(t *testing.T) {
 	want := manyEvents(5000)
 	src := record(t, filepath.Join(t.TempDir(), "home"), want)

@@ -187,21 +187,8 @@ func (r *Reader) load() error {
 	// Computed here, never taken from the file.
 	r.meta.InProgress, r.meta.Integrity = false, ""
 	if r.version >= 3 {
-		err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'writer'").Scan(&r.rawWriter)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return explain(err)
-		}
-		var rawSeal string
-		err = r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'seal'").Scan(&rawSeal)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return explain(err)
-		default:
-			r.seal = new(seal)
-			if err := json.Unmarshal([]byte(rawSeal), r.seal); err != nil {
-				r.seal = &seal{Digest: "malformed"}
-			}
+		if err := r.loadSeal(ctx); err != nil {
+			return err
 		}
 	}
 	r.meta.Lost = nil
@@ -240,6 +227,28 @@ func (r *Reader) load() error {
 		var id writerID
 		if json.Unmarshal([]byte(r.rawWriter), &id) == nil {
 			r.meta.InProgress = id.running()
+		}
+	}
+	return nil
+}
+
+// loadSeal reads the rows a version 3 file adds to meta: the writer's
+// identity and, once closed, the seal.
+func (r *Reader) loadSeal(ctx context.Context) error {
+	err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'writer'").Scan(&r.rawWriter)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return explain(err)
+	}
+	var raw string
+	err = r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'seal'").Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return explain(err)
+	default:
+		r.seal = new(seal)
+		if err := json.Unmarshal([]byte(raw), r.seal); err != nil {
+			r.seal = &seal{Digest: "malformed"}
 		}
 	}
 	return nil
@@ -376,56 +385,6 @@ func (f Filter) matcher() func(*event.Event) bool {
 	}
 }
 
-// v1EventCols are the columns readEventsV1 reads.
-const (
-	v1EventCols  = "seq, ts, kind, pid, tid, ppid, comm, exec_id, parent_exec_id, path, path2, data"
-	nV1EventCols = 12
-)
-
-// readEventsV1 is readChunks for a version 1 file: a row per event.
-func readEventsV1(c driverConn, paths *pathTable, in *interner, f Filter, fn func(*event.Event) error) error {
-	var where []string
-	var args []driver.NamedValue
-	arg := func(v driver.Value) { args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v}) }
-	if len(f.Kinds) > 0 {
-		where = append(where, "kind IN ("+placeholders(len(f.Kinds))+")")
-		for _, k := range f.Kinds {
-			arg(string(k))
-		}
-	}
-	if len(f.PIDs) > 0 {
-		where = append(where, "pid IN ("+placeholders(len(f.PIDs))+")")
-		for _, p := range f.PIDs {
-			arg(int64(p))
-		}
-	}
-	q := "SELECT " + v1EventCols + " FROM events"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
-	rows, err := query(c, q, args)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	row := make([]driver.Value, nV1EventCols)
-	for {
-		if err := rows.Next(row); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		ev, err := scanEventV1(row, paths, in)
-		if err != nil {
-			return err
-		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-	}
-}
-
 // query runs q on c.
 func query(c driverConn, q string, args []driver.NamedValue) (driver.Rows, error) {
 	st, err := c.PrepareContext(context.Background(), q)
@@ -509,40 +468,6 @@ func (t *pathTable) get(v driver.Value) string {
 		return t.dense[id]
 	}
 	return t.sparse[id]
-}
-
-// scanEventV1 decodes one row of the version 1 events query (v1EventCols).
-func scanEventV1(row []driver.Value, paths *pathTable, in *interner) (*event.Event, error) {
-	var ints [5]int64 // seq, ts, pid, tid, ppid
-	for i, col := range [...]int{0, 1, 3, 4, 5} {
-		v, err := intCol(row[col])
-		if err != nil {
-			return nil, fmt.Errorf("%w: event %v: %s: %v", ErrCorrupt, row[0], strings.Split(v1EventCols, ", ")[col], err)
-		}
-		ints[i] = v
-	}
-	seq := ints[0]
-	// Field by field: a composite literal would copy all 224 bytes of
-	// the event, with write barriers, into memory that is already zero.
-	ev := in.event()
-	ev.Seq, ev.TS, ev.Kind = uint64(seq), timeOf(ints[1]), in.kind(textCol(row[2]))
-	ev.PID, ev.TID, ev.PPID = uint32(ints[2]), uint32(ints[3]), uint32(ints[4])
-	ev.Comm, ev.ExecID, ev.ParentExecID = in.str(textCol(row[6])), in.str(textCol(row[7])), in.str(textCol(row[8]))
-	ev.Path, ev.Path2 = paths.get(row[9]), paths.get(row[10])
-	var data []byte
-	switch v := row[11].(type) {
-	case []byte: // the writer stored its JSON as a BLOB
-		data = v
-	case string:
-		data = []byte(v)
-	}
-	if len(data) > 0 {
-		if err := decodeData(data, ev); err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", ErrCorrupt, seq, err)
-		}
-	}
-	ev.Complete()
-	return ev, nil
 }
 
 // intCol is an INTEGER column's value.

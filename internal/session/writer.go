@@ -221,29 +221,7 @@ func newWriter(path string, meta Meta) (*Writer, error) {
 	if err := w.exec("PRAGMA journal_mode=WAL"); err != nil {
 		return nil, err
 	}
-	if err := w.exec("BEGIN"); err != nil {
-		return nil, err
-	}
-	setup := []string{
-		schema,
-		fmt.Sprintf("PRAGMA application_id=%d", applicationID),
-		fmt.Sprintf("PRAGMA user_version=%d", schemaVersion),
-	}
-	for _, q := range setup {
-		if err := w.exec(q); err != nil {
-			w.exec("ROLLBACK")
-			return nil, err
-		}
-	}
-	if err := w.writeState(false); err != nil {
-		w.exec("ROLLBACK")
-		return nil, err
-	}
-	if err := w.exec(`INSERT INTO meta (key, value) VALUES ('writer', ?)`, w.writerRow); err != nil {
-		w.exec("ROLLBACK")
-		return nil, fmt.Errorf("write meta: %w", err)
-	}
-	if err := w.exec("COMMIT"); err != nil {
+	if err := w.setup(); err != nil {
 		return nil, err
 	}
 	// The first commit created the -wal and -shm files; SQLite already
@@ -454,4 +432,35 @@ func removeFiles(path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setup lays down the schema, the initial metadata and the writer row in
+// one transaction.
+func (w *Writer) setup() error {
+	if err := w.exec("BEGIN"); err != nil {
+		return err
+	}
+	setup := []string{
+		schema,
+		fmt.Sprintf("PRAGMA application_id=%d", applicationID),
+		fmt.Sprintf("PRAGMA user_version=%d", schemaVersion),
+	}
+	for _, q := range setup {
+		if err := w.exec(q); err != nil {
+			w.exec("ROLLBACK")
+			return err
+		}
+	}
+	if err := w.writeState(false); err != nil {
+		w.exec("ROLLBACK")
+		return err
+	}
+	if err := w.exec(`INSERT INTO meta (key, value) VALUES ('writer', ?)`, w.writerRow); err != nil {
+		w.exec("ROLLBACK")
+		return fmt.Errorf("write meta: %w", err)
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		return err
+	}
+	return nil
 }
