@@ -344,7 +344,7 @@ func TestTruncatedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []int{len(content) - 1, len(content) - 1000, len(content) - 16384 - 1, len(content) * 3 / 4, len(content) / 2, len(content) / 4, 3 * 16384, 16384} {
+	for _, size := range []int{len(content) - 1, len(content) - 1000, len(content) - 16384 - 1, len(content) * 3 / 4, len(content) / 2, len(content) / 4, 3 * 16384, 16384, 3000} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cut.db")
 			if err := os.WriteFile(path, content[:size], 0o600); err != nil {
@@ -355,8 +355,8 @@ func TestTruncatedFile(t *testing.T) {
 				if size > len(content)/2 {
 					t.Fatalf("open a file cut to %d of %d bytes: %v", size, len(content), err)
 				}
-				if strings.Contains(err.Error(), "\n") || strings.Count(err.Error(), path) != 1 {
-					t.Errorf("error %q: want one line naming the file once", err)
+				if strings.Contains(err.Error(), "\n") || strings.Count(err.Error(), path) != 1 || !strings.Contains(err.Error(), "truncated") {
+					t.Errorf("error %q: want one line naming the file once and saying it is truncated", err)
 				}
 				t.Logf("cut to %d of %d bytes: %v", size, len(content), err)
 				return

@@ -91,10 +91,14 @@ func open(path string) (*Reader, error) {
 	}
 	r := &Reader{path: path, db: db}
 	if note != "" {
-		r.fileNote = []Damage{{Problem: note}}
+		r.fileNote = []Damage{{Problem: note + ": what follows the cut is lost"}}
 	}
 	if err := r.load(); err != nil {
 		db.Close()
+		if note != "" {
+			// Whatever SQLite made of the cut, the cause is the cut.
+			return nil, fmt.Errorf("%w: %s, too short to hold its metadata", ErrCorrupt, note)
+		}
 		return nil, err
 	}
 	return r, nil
@@ -146,7 +150,7 @@ func checkFile(path string) (note string, err error) {
 	// the version-valid-for number; older writers left it stale.
 	valid := binary.BigEndian.Uint32(hdr[24:28]) == binary.BigEndian.Uint32(hdr[92:96])
 	if valid && pageSize >= 512 && st.Size() < pages*pageSize {
-		return fmt.Sprintf("file truncated (%d bytes, the header says %d): what follows the cut is lost", st.Size(), pages*pageSize), nil
+		return fmt.Sprintf("file truncated (%d bytes, the header says %d)", st.Size(), pages*pageSize), nil
 	}
 	return "", nil
 }
