@@ -34,8 +34,9 @@ const (
 	retryInterval = time.Second
 	// reserveSize is the file Create sets aside next to the session and
 	// Close gives back when the disk is full, so that the final metadata
-	// (clean close, lost counters, seal) still fits.
-	reserveSize = 1 << 20
+	// (clean close, lost counters, seal: a few 16 KiB pages in the WAL)
+	// still fits. Small, since a killed writer leaves it behind.
+	reserveSize = 256 << 10
 )
 
 // memoryBudget is MemoryBudget, a variable for tests.
