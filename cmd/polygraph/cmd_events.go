@@ -93,7 +93,10 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	}
 	defer r.Close()
 	m := r.Meta()
-	if !m.CleanClose {
+	switch {
+	case m.InProgress:
+		fmt.Fprintf(stderr, "polygraph: note: session %s is still being recorded; events up to the last flush are shown\n", m.ID)
+	case !m.CleanClose:
 		fmt.Fprintf(stderr, "polygraph: warning: session %s was not closed cleanly (polygraph was killed or crashed); events up to the last flush are shown\n", m.ID)
 	}
 	if n := lostTotal(m.Lost); n > 0 {

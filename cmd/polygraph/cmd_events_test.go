@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -88,6 +89,16 @@ func newTestSession(t *testing.T, evs []*event.Event, lost map[string]uint64, ki
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Cleanup(func() { w.Close(nil) })
+		// The writer is this process, still running, which would make the
+		// session read as in progress: name a writer that is gone.
+		db, err := sql.Open("sqlite", m.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`UPDATE meta SET value = '{"pid":0}' WHERE key = 'writer'`); err != nil {
+			t.Fatal(err)
+		}
 		return m
 	}
 	if err := w.Close(event.Ptr(0)); err != nil {

@@ -121,7 +121,9 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	err = r.Events(session.Filter{}, func(e *event.Event) error {
 		if len(rec.events)%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				// Returned as is by Events, which names the session
+				// only in its own errors.
+				return fmt.Errorf("read session %s: %w", path, err)
 			}
 		}
 		rec.events = append(rec.events, e)
@@ -132,7 +134,7 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	// only if the heap outgrows the events by a margin.
 	debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 	if err != nil {
-		return recorded{}, fmt.Errorf("read session %s: %w", path, err)
+		return recorded{}, err // it names the session (see above)
 	}
 	left, err := r.Leftovers()
 	if err != nil {
