@@ -136,6 +136,8 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	if err != nil {
 		return recorded{}, err // it names the session (see above)
 	}
+	// The verdict on the file is known only now that every chunk was read.
+	m.Integrity = r.Meta().Integrity
 	left, err := r.Leftovers()
 	if err != nil {
 		return recorded{}, err
