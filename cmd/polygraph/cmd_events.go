@@ -129,7 +129,18 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	if err != nil {
 		return err
 	}
-	return flushOut(out)
+	if err := flushOut(out); err != nil {
+		return err
+	}
+	// The verdict on the file is known only once every event was read;
+	// a filtered read checks the whole file too.
+	switch r.Meta().Integrity {
+	case session.IntegrityModified:
+		fmt.Fprintf(stderr, "polygraph: warning: session %s modified after recording: its hash chain or seal does not match\n", m.ID)
+	case session.IntegrityDamaged:
+		fmt.Fprintf(stderr, "polygraph: warning: session %s is damaged: the events it could not read are not shown\n", m.ID)
+	}
+	return nil
 }
 
 // appendTimelineLine appends one line of the readable timeline: seconds

@@ -296,3 +296,41 @@ func TestEventDetails(t *testing.T) {
 		})
 	}
 }
+
+// tamper edits the closed session at path as someone changing it after
+// recording would: its exit code, behind the seal's back.
+func tamper(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`UPDATE meta SET value = replace(value, '"exit_code":0', '"exit_code":1') WHERE key = 'meta'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tamper: %d meta rows changed, want 1", n)
+	}
+}
+
+// TestRunEventsModified: events still shows a session modified after
+// recording, and warns that it was, filtered or not.
+func TestRunEventsModified(t *testing.T) {
+	m := newTestSession(t, testEvents(), nil, false)
+	tamper(t, m.Path)
+	want := "polygraph: warning: session " + m.ID + " modified after recording: its hash chain or seal does not match\n"
+	for _, opts := range []*eventsOptions{{}, {kinds: []string{"exec"}}} {
+		var out, errOut bytes.Buffer
+		if err := runEvents(context.Background(), opts, []string{m.Path}, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if errOut.String() != want {
+			t.Errorf("%+v: stderr:\n%s\nwant:\n%s", opts, errOut.String(), want)
+		}
+		if out.Len() == 0 {
+			t.Errorf("%+v: no events shown", opts)
+		}
+	}
+}
