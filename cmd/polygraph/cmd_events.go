@@ -93,7 +93,10 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	}
 	defer r.Close()
 	m := r.Meta()
-	if !m.CleanClose {
+	switch {
+	case m.InProgress:
+		fmt.Fprintf(stderr, "polygraph: note: session %s is still being recorded; events up to the last flush are shown\n", m.ID)
+	case !m.CleanClose:
 		fmt.Fprintf(stderr, "polygraph: warning: session %s was not closed cleanly (polygraph was killed or crashed); events up to the last flush are shown\n", m.ID)
 	}
 	if n := lostTotal(m.Lost); n > 0 {
@@ -126,7 +129,18 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	if err != nil {
 		return err
 	}
-	return flushOut(out)
+	if err := flushOut(out); err != nil {
+		return err
+	}
+	// The verdict on the file is known only once every event was read;
+	// a filtered read checks the whole file too.
+	switch r.Meta().Integrity {
+	case session.IntegrityModified:
+		fmt.Fprintf(stderr, "polygraph: warning: session %s modified after recording: its hash chain or seal does not match\n", m.ID)
+	case session.IntegrityDamaged:
+		fmt.Fprintf(stderr, "polygraph: warning: session %s is damaged: the events it could not read are not shown\n", m.ID)
+	}
+	return nil
 }
 
 // appendTimelineLine appends one line of the readable timeline: seconds

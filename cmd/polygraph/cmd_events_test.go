@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -88,6 +89,16 @@ func newTestSession(t *testing.T, evs []*event.Event, lost map[string]uint64, ki
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Cleanup(func() { w.Close(nil) })
+		// The writer is this process, still running, which would make the
+		// session read as in progress: name a writer that is gone.
+		db, err := sql.Open("sqlite", m.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`UPDATE meta SET value = '{"pid":0}' WHERE key = 'writer'`); err != nil {
+			t.Fatal(err)
+		}
 		return m
 	}
 	if err := w.Close(event.Ptr(0)); err != nil {
@@ -283,5 +294,43 @@ func TestEventDetails(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// tamper edits the closed session at path as someone changing it after
+// recording would: its exit code, behind the seal's back.
+func tamper(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`UPDATE meta SET value = replace(value, '"exit_code":0', '"exit_code":1') WHERE key = 'meta'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tamper: %d meta rows changed, want 1", n)
+	}
+}
+
+// TestRunEventsModified: events still shows a session modified after
+// recording, and warns that it was, filtered or not.
+func TestRunEventsModified(t *testing.T) {
+	m := newTestSession(t, testEvents(), nil, false)
+	tamper(t, m.Path)
+	want := "polygraph: warning: session " + m.ID + " modified after recording: its hash chain or seal does not match\n"
+	for _, opts := range []*eventsOptions{{}, {kinds: []string{"exec"}}} {
+		var out, errOut bytes.Buffer
+		if err := runEvents(context.Background(), opts, []string{m.Path}, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if errOut.String() != want {
+			t.Errorf("%+v: stderr:\n%s\nwant:\n%s", opts, errOut.String(), want)
+		}
+		if out.Len() == 0 {
+			t.Errorf("%+v: no events shown", opts)
+		}
 	}
 }

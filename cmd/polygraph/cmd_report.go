@@ -42,7 +42,8 @@ traced HOME, matching cwd and time) unless --transcript names one (or
 account and claims only, and says that no kernel evidence exists.
 
 Exit status: 0; 3 when --fail-on SEV is given and a finding at or above SEV
-(info, low, medium, high, critical) exists; 1 on error; 2 on usage error.`,
+(info, low, medium, high, critical) exists or the session was modified after
+recording; 1 on error; 2 on usage error.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd.Context(), opts, args, cmd.OutOrStdout())
@@ -129,10 +130,15 @@ func orList(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
-// failOn maps --fail-on to exit status 3.
+// failOn maps --fail-on to exit status 3: a finding at or above sev, or
+// a session modified after recording, whose findings cannot be trusted
+// whatever their severity.
 func failOn(rep *report.Report, sev string) error {
 	if sev == "" {
 		return nil
+	}
+	if rep.Session != nil && rep.Session.Integrity == session.IntegrityModified {
+		return &exitError{code: exitFindings, err: fmt.Errorf("session %s modified after recording", rep.Session.ID)}
 	}
 	if max := rep.MaxSeverity(); max != "" && max.Rank() >= detect.Severity(sev).Rank() {
 		return &exitError{code: exitFindings, err: fmt.Errorf("findings at or above %s (highest: %s)", sev, max)}

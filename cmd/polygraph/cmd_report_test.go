@@ -52,6 +52,26 @@ func TestReportFailOn(t *testing.T) {
 	}
 }
 
+// TestReportFailOnModified: a session modified after recording says so in
+// the report and makes --fail-on exit 3, whatever the threshold.
+func TestReportFailOnModified(t *testing.T) {
+	path := recordedSession(t)
+	tamper(t, path)
+	var out bytes.Buffer
+	if err := runReport(context.Background(), &reportOptions{transcript: "none", format: "text"}, []string{path}, &out); err != nil {
+		t.Fatalf("without --fail-on: %v", err)
+	}
+	if !strings.Contains(out.String(), "session modified after recording") {
+		t.Errorf("report does not say the session was modified:\n%s", out.String())
+	}
+	out.Reset()
+	err := runReport(context.Background(), &reportOptions{transcript: "none", format: "json", failOn: "critical"}, []string{path}, &out)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitFindings || !strings.Contains(err.Error(), "modified after recording") {
+		t.Fatalf("--fail-on critical on a modified session: %v, want exit 3", err)
+	}
+}
+
 func TestReportUsage(t *testing.T) {
 	for _, o := range []*reportOptions{
 		{transcript: "auto", format: "text"},              // neither session nor transcript

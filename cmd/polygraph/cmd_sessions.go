@@ -36,9 +36,11 @@ invoking user), newest first: id, start time, duration, events recorded,
 events lost, whether polygraph closed the session cleanly, the traced
 command's exit status and the command.
 
-A session that is not clean was left by a polygraph that was killed or
-crashed; its events up to the last flush are still readable. A file that
-cannot be read at all is listed with the reason.
+A session still being recorded shows "live" in the CLEAN column (and
+in_progress in --json). One that is not clean and not live was left by a
+polygraph that was killed or crashed; its events up to the last flush are
+still readable. A file that cannot be read at all is listed with the
+reason.
 
 With --json, one JSON object per session per line.`,
 		Args: cobra.NoArgs,
@@ -86,7 +88,7 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.ID, started, sessionDuration(m),
-			m.Events, lostCell(m.Lost), yesNo(m.CleanClose), exitCell(m.ExitCode), commandCell(m.Command, 60))
+			m.Events, lostCell(m.Lost), cleanCell(m), exitCell(m.ExitCode), commandCell(m.Command, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -139,6 +141,15 @@ func lostDetail(lost map[string]uint64) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cleanCell is the CLEAN column: yes, no, or live for a session whose
+// writer is still recording it.
+func cleanCell(m session.Meta) string {
+	if m.InProgress {
+		return "live"
+	}
+	return yesNo(m.CleanClose)
 }
 
 func yesNo(b bool) string {

@@ -95,3 +95,27 @@ func TestRunSessionsEmpty(t *testing.T) {
 		t.Errorf("--json on no sessions: %q, %v", out.String(), err)
 	}
 }
+
+// TestRunSessionsLive lists a session whose writer is still recording it.
+func TestRunSessionsLive(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("POLYGRAPH_HOME", home)
+	w, err := session.Create(home, session.Meta{Mode: "run", Command: []string{"claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(nil) })
+	for _, json := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := runSessions(context.Background(), &sessionsOptions{json: json}, nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if json && !strings.Contains(lines[0], `"in_progress":true`) {
+			t.Errorf("live session in JSON: %s", lines[0])
+		}
+		if f := strings.Fields(lines[len(lines)-1]); !json && (len(f) < 7 || f[6] != "live") {
+			t.Errorf("live session row %q, want CLEAN live", lines[len(lines)-1])
+		}
+	}
+}

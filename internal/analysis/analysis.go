@@ -54,6 +54,7 @@ type recorded struct {
 	meta   *session.Meta
 	events []*event.Event
 	sum    *report.Summary
+	damage []session.Damage // what the read found wrong with the file
 }
 
 // Run reads the session and the transcript, attributes the events, runs
@@ -101,7 +102,28 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		}
 		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
 	}
-	return report.Build(rec.meta, rec.sum, tr, attr, findings), nil
+	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
+	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
+	return rep, nil
+}
+
+// integrityNotes are the report's notes on what reading the session found
+// wrong with the file: the verdict when it was damaged or modified after
+// recording (docs/integrity-of-record.md), then one note per problem.
+func integrityNotes(meta *session.Meta, damage []session.Damage) []string {
+	var notes []string
+	if meta != nil {
+		switch meta.Integrity {
+		case session.IntegrityModified:
+			notes = append(notes, "session modified after recording: its hash chain or seal does not match, so this report may not show what the kernel saw")
+		case session.IntegrityDamaged:
+			notes = append(notes, "the session file is damaged: the events it could not read are missing from this report")
+		}
+	}
+	for _, d := range damage {
+		notes = append(notes, "session file: "+d.String())
+	}
+	return notes
 }
 
 // readSession reads every event of the session at path, summarising
@@ -121,7 +143,9 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	err = r.Events(session.Filter{}, func(e *event.Event) error {
 		if len(rec.events)%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				// Returned as is by Events, which names the session
+				// only in its own errors.
+				return fmt.Errorf("read session %s: %w", path, err)
 			}
 		}
 		rec.events = append(rec.events, e)
@@ -132,8 +156,11 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	// only if the heap outgrows the events by a margin.
 	debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 	if err != nil {
-		return recorded{}, fmt.Errorf("read session %s: %w", path, err)
+		return recorded{}, err // it names the session (see above)
 	}
+	// The verdict on the file is known only now that every chunk was read.
+	m.Integrity = r.Meta().Integrity
+	rec.damage = r.Damage()
 	left, err := r.Leftovers()
 	if err != nil {
 		return recorded{}, err

@@ -3,14 +3,17 @@ package analysis
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/session"
 )
 
 const corpus = "../../../shared/corpus/transcripts"
@@ -97,5 +100,79 @@ func TestRunNotes(t *testing.T) {
 	}
 	if rep.Summary.Events != rep.Session.Events || rep.Summary.Events == 0 {
 		t.Errorf("summary counted %d events, the session holds %d", rep.Summary.Events, rep.Session.Events)
+	}
+}
+
+// TestRunIntegrityNotes: what reading the session found wrong with the
+// file is in the report: the verdict in the session's metadata, a note per
+// problem, and a note saying a session was modified after recording.
+func TestRunIntegrityNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		edit      string // SQL run on the closed session; ? is a chunk's data with a byte flipped
+		integrity string
+		notes     []string
+	}{
+		{name: "intact", integrity: session.IntegrityIntact},
+		{
+			name:      "exit code edited",
+			edit:      `UPDATE meta SET value = replace(value, '"exit_code":0', '"exit_code":1') WHERE key = 'meta'`,
+			integrity: session.IntegrityModified,
+			notes:     []string{"session modified after recording", "session file: session modified after recording: the metadata"},
+		},
+		{
+			name:      "chunk flipped",
+			edit:      `UPDATE chunks SET data = ? WHERE first_seq = 1`,
+			integrity: session.IntegrityDamaged,
+			notes:     []string{"the session file is damaged", "session file: event"}, // "event 1:" or "events 1-N (N):", as the writer flushed
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sessPath, _, _ := writeRecorded(t, "gemini")
+			if tc.edit != "" {
+				editSession(t, sessPath, tc.edit)
+			}
+			rep, err := Run(t.Context(), Options{SessionPath: sessPath, Transcript: TranscriptNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Session.Integrity != tc.integrity {
+				t.Errorf("integrity %q, want %q", rep.Session.Integrity, tc.integrity)
+			}
+			for _, want := range tc.notes {
+				if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+					t.Errorf("notes %q: none starts with %q", rep.Notes, want)
+				}
+			}
+			if tc.notes == nil && slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, "session") }) {
+				t.Errorf("an intact session has integrity notes: %q", rep.Notes)
+			}
+		})
+	}
+}
+
+// editSession runs q on the session file at path, as someone editing it
+// after recording would; a ? in q is the first chunk's data with a byte
+// flipped.
+func editSession(t *testing.T, path, q string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var args []any
+	if strings.Contains(q, "?") {
+		var data []byte
+		if err := db.QueryRow("SELECT data FROM chunks WHERE first_seq = 1").Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/2] ^= 0x40
+		args = append(args, data)
+	}
+	if res, err := db.Exec(q, args...); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("%s: %d rows changed, want 1", q, n)
 	}
 }

@@ -8,7 +8,8 @@ import "time"
 
 // Meta describes one recorded session. It is written when the session is
 // created and completed when it is closed; a session whose CleanClose is
-// false was not closed (polygraph was killed, the machine went down).
+// false was either still being written when it was read (InProgress) or
+// never closed (polygraph was killed, the machine went down).
 type Meta struct {
 	ID          string            `json:"id"`
 	Path        string            `json:"path"`
@@ -29,6 +30,15 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// The fields below are never stored: the session Reader computes them.
+
+	// InProgress is set when CleanClose is false and the writer is still
+	// running: the session is being recorded, not abandoned.
+	InProgress bool `json:"in_progress,omitempty"`
+	// Integrity is what checking the hash chain found: one of the session
+	// package's Integrity* constants, "" until the chunks were read.
+	Integrity string `json:"integrity,omitempty"`
+
 	// Error is set only by List, for a file in the sessions directory that
 	// could not be read; the other fields are then what the file name tells.
 	Error string `json:"error,omitempty"`

@@ -76,8 +76,8 @@ const NoKernelNote = "no kernel evidence: this report shows only the agent's own
 
 // Build assembles a report. Any of meta (with sum), tr, attr may be
 // missing; findings may be nil. The notes say what is missing or
-// incomplete: no kernel evidence, no transcript, an unclean close, lost
-// events.
+// incomplete: no kernel evidence, no transcript, a session still being
+// recorded or not closed cleanly, lost events.
 func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
 	r := &Report{Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
 		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}}
@@ -90,7 +90,9 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 	if meta != nil && tr == nil {
 		r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
 	}
-	if meta != nil && !meta.CleanClose {
+	if meta != nil && meta.InProgress {
+		r.Notes = append(r.Notes, "the session is still being recorded: events after the last flush are not in this report")
+	} else if meta != nil && !meta.CleanClose {
 		r.Notes = append(r.Notes, "the session was not closed cleanly (polygraph was killed): events after the last flush are missing")
 	}
 	if meta != nil && sum != nil && sum.LostTotal > 0 {

@@ -70,8 +70,9 @@ func helperRead(path string) int {
 }
 
 // killedSession runs helperWrite, SIGKILLs it after d and returns the
-// session file and the time of the kill.
-func killedSession(t *testing.T, home string, d time.Duration) (string, time.Time) {
+// session file and the time of the kill. during is called, if given, on
+// the session file while the helper still writes it.
+func killedSession(t *testing.T, home string, d time.Duration, during ...func(path string)) (string, time.Time) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=write", "POLYGRAPH_HOME="+home)
@@ -89,6 +90,9 @@ func killedSession(t *testing.T, home string, d time.Duration) (string, time.Tim
 		t.Fatalf("helper printed no session path: %v", err)
 	}
 	time.Sleep(d)
+	for _, f := range during {
+		f(strings.TrimSpace(path))
+	}
 	killed := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -100,14 +104,28 @@ func killedSession(t *testing.T, home string, d time.Duration) (string, time.Tim
 
 func TestKilledWriter(t *testing.T) {
 	home := t.TempDir()
-	path, killed := killedSession(t, home, 1500*time.Millisecond)
+	var live Meta
+	var liveIntegrity string
+	var liveDamage []Damage
+	path, killed := killedSession(t, home, 1500*time.Millisecond, func(path string) {
+		r := openT(t, path)
+		live = r.Meta()
+		var err error
+		if liveIntegrity, liveDamage, err = r.Verify(); err != nil {
+			t.Error(err)
+		}
+	})
+	if !live.InProgress || live.CleanClose || liveIntegrity != IntegrityUnsealed || len(liveDamage) > 0 {
+		t.Errorf("a session being written reads as in progress %v, clean %v, integrity %q, damage %v; want in progress, unsealed, no damage",
+			live.InProgress, live.CleanClose, liveIntegrity, liveDamage)
+	}
 	if _, err := os.Stat(path + "-wal"); err != nil {
 		t.Logf("no -wal beside the killed session: %v", err)
 	}
 	r := openT(t, path)
 	m := r.Meta()
-	if m.CleanClose {
-		t.Errorf("a killed session reads as cleanly closed")
+	if m.CleanClose || m.InProgress {
+		t.Errorf("a killed session reads as cleanly closed (%v) or in progress (%v)", m.CleanClose, m.InProgress)
 	}
 	if m.Lost["events"] != 3 {
 		t.Errorf("lost counter set before the kill: %v, want events=3", m.Lost)
@@ -128,6 +146,9 @@ func TestKilledWriter(t *testing.T) {
 	n := next - 1
 	if n == 0 {
 		t.Fatal("no events survived the kill")
+	}
+	if got := r.Meta().Integrity; got != IntegrityUnsealed || len(r.Damage()) > 0 {
+		t.Errorf("killed session: integrity %q, damage %v; want unsealed and no damage", got, r.Damage())
 	}
 	if m.Events != n {
 		t.Errorf("Meta().Events = %d, but %d events are there", m.Events, n)

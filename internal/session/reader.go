@@ -11,16 +11,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/fdpath"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -34,12 +33,23 @@ var ErrNotSession = errors.New("not a polygraph session file")
 // damaged or cut short.
 var ErrCorrupt = errors.New("session file is damaged")
 
-// Reader reads one session file. It never writes to it.
+// Reader reads one session file. It never writes to it. A damaged file
+// is read as far as it can be: Damage says what could not be.
 type Reader struct {
-	path    string
-	db      *sql.DB
-	meta    Meta
-	version int64 // the file's schemaVersion
+	path      string
+	db        *sql.DB
+	meta      Meta
+	version   int64  // the file's schemaVersion
+	rawMeta   string // the meta row as stored, for the seal
+	rawWriter string // the writer row as stored
+	seal      *seal  // nil when the writer never closed the session (or before version 3)
+
+	mu        sync.Mutex
+	fileNote  []Damage // found before reading (a truncated file)
+	damage    []Damage // found by the last full read of the events
+	checked   bool     // the events were read once
+	integrity string
+	warned    map[string]bool
 }
 
 // Filter selects events. Empty fields select everything; within a field
@@ -62,19 +72,33 @@ func Open(path string) (*Reader, error) {
 }
 
 func open(path string) (*Reader, error) {
-	if err := checkFile(path); err != nil {
+	note, err := checkFile(path)
+	if err != nil {
 		return nil, err
 	}
 	// mode=ro: SQLite opens the database read-only. For a file a killed
 	// writer left in WAL mode it still needs the -shm index; when that
 	// file exists SQLite uses it read-only if it cannot write it (3.22+).
-	db, err := sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}, "_pragma": {"busy_timeout(5000)"}}))
+	pragmas := []string{"busy_timeout(5000)"}
+	if note != "" {
+		// SQLite refuses a file shorter than its header says unless the
+		// schema is "writable"; the connection is read-only all the same.
+		pragmas = append(pragmas, "writable_schema(1)")
+	}
+	db, err := sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}, "_pragma": pragmas}))
 	if err != nil {
 		return nil, explain(err)
 	}
 	r := &Reader{path: path, db: db}
+	if note != "" {
+		r.fileNote = []Damage{{Problem: note + ": what follows the cut is lost"}}
+	}
 	if err := r.load(); err != nil {
 		db.Close()
+		if note != "" {
+			// Whatever SQLite made of the cut, the cause is the cut.
+			return nil, fmt.Errorf("%w: %s, too short to hold its metadata", ErrCorrupt, note)
+		}
 		return nil, err
 	}
 	return r, nil
@@ -82,38 +106,40 @@ func open(path string) (*Reader, error) {
 
 // checkFile looks at the raw file before SQLite does, to turn the common
 // kinds of damage into clear messages: an empty or foreign file, or one
-// cut short. A file with a non-empty -wal is left to SQLite, since the
-// newest pages of a killed writer's session live only in the WAL.
-func checkFile(path string) error {
+// cut short in its header. A file cut short after its header is read for
+// what it still holds; note then says how short it is. A file with a
+// non-empty -wal is left to SQLite, since the newest pages of a killed
+// writer's session live only in the WAL.
+func checkFile(path string) (note string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return pe.Err // the caller names the file
+			return "", pe.Err // the caller names the file
 		}
-		return err
+		return "", err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w (not a regular file)", ErrNotSession)
+		return "", fmt.Errorf("%w (not a regular file)", ErrNotSession)
 	}
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
-		return nil
+		return "", nil
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("%w (empty file)", ErrNotSession)
+		return "", fmt.Errorf("%w (empty file)", ErrNotSession)
 	}
 	var hdr [100]byte
 	n, err := io.ReadFull(f, hdr[:])
 	if !bytes.HasPrefix(hdr[:n], []byte("SQLite format 3\x00")) {
-		return fmt.Errorf("%w (file is not a database)", ErrNotSession)
+		return "", fmt.Errorf("%w (file is not a database)", ErrNotSession)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: truncated to %d bytes", ErrCorrupt, st.Size())
+		return "", fmt.Errorf("%w: truncated to %d bytes", ErrCorrupt, st.Size())
 	}
 	pageSize := int64(binary.BigEndian.Uint16(hdr[16:18]))
 	if pageSize == 1 {
@@ -124,9 +150,9 @@ func checkFile(path string) error {
 	// the version-valid-for number; older writers left it stale.
 	valid := binary.BigEndian.Uint32(hdr[24:28]) == binary.BigEndian.Uint32(hdr[92:96])
 	if valid && pageSize >= 512 && st.Size() < pages*pageSize {
-		return fmt.Errorf("%w: truncated (%d bytes, the header says %d)", ErrCorrupt, st.Size(), pages*pageSize)
+		return fmt.Sprintf("file truncated (%d bytes, the header says %d)", st.Size(), pages*pageSize), nil
 	}
-	return nil
+	return "", nil
 }
 
 // load reads and checks the metadata.
@@ -160,7 +186,15 @@ func (r *Reader) load() error {
 	if err := json.Unmarshal([]byte(raw), &r.meta); err != nil {
 		return fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
 	}
+	r.rawMeta = raw
 	r.meta.Path = r.path
+	// Computed here, never taken from the file.
+	r.meta.InProgress, r.meta.Integrity = false, ""
+	if r.version >= 3 {
+		if err := r.loadSeal(ctx); err != nil {
+			return err
+		}
+	}
 	r.meta.Lost = nil
 	rows, err := r.db.QueryContext(ctx, "SELECT stage, count FROM lost ORDER BY stage")
 	if err != nil {
@@ -184,15 +218,42 @@ func (r *Reader) load() error {
 	if !r.meta.CleanClose {
 		// Never closed: the count in the metadata is stale, but seqs are
 		// gap-free, so the largest one is the count.
-		q := "SELECT max(first_seq + count - 1) FROM chunks"
+		// Only the last row is read, so a damaged page elsewhere does
+		// not stop Open; Events then counts what it can read.
+		q := "SELECT first_seq + count - 1 FROM chunks ORDER BY first_seq DESC LIMIT 1"
 		if r.version == 1 {
 			q = "SELECT max(seq) FROM events"
 		}
 		var n sql.NullInt64
-		if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
-			return explain(err)
+		if err := r.db.QueryRowContext(ctx, q).Scan(&n); err == nil || errors.Is(err, sql.ErrNoRows) {
+			r.meta.Events = uint64(n.Int64)
 		}
-		r.meta.Events = uint64(n.Int64)
+		var id writerID
+		if json.Unmarshal([]byte(r.rawWriter), &id) == nil {
+			r.meta.InProgress = id.running()
+		}
+	}
+	return nil
+}
+
+// loadSeal reads the rows a version 3 file adds to meta: the writer's
+// identity and, once closed, the seal.
+func (r *Reader) loadSeal(ctx context.Context) error {
+	err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'writer'").Scan(&r.rawWriter)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return explain(err)
+	}
+	var raw string
+	err = r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'seal'").Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return explain(err)
+	default:
+		r.seal = new(seal)
+		if err := json.Unmarshal([]byte(raw), r.seal); err != nil {
+			r.seal = &seal{Digest: "malformed"}
+		}
 	}
 	return nil
 }
@@ -206,6 +267,8 @@ func explain(err error) error {
 			return fmt.Errorf("%w (file is not a database)", ErrNotSession)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w (database disk image is malformed)", ErrCorrupt)
+		case sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("%w (read error: %v)", ErrCorrupt, err)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "no such table") {
@@ -215,31 +278,55 @@ func explain(err error) error {
 }
 
 // Meta returns the session's metadata. CleanClose is false when the
-// writer never closed the session; Events is then the events present.
-func (r *Reader) Meta() Meta { return r.meta }
+// writer never closed the session; Events is then the events present,
+// and InProgress tells whether the writer is still at it. Integrity is
+// set once the events were read (Events without a filter, or Verify).
+func (r *Reader) Meta() Meta {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.meta
+	m.Integrity = r.integrity
+	return m
+}
+
+// Digest returns the session's final digest as its seal records it, ""
+// when it has none (never closed, or a format before version 3). It
+// proves nothing by itself: compare it with a copy kept elsewhere
+// (docs/integrity-of-record.md). Verify checks it against the file.
+func (r *Reader) Digest() string {
+	if r.seal == nil {
+		return ""
+	}
+	return r.seal.Digest
+}
 
 // Path returns the file the Reader reads.
 func (r *Reader) Path() string { return r.path }
 
-// Events calls fn for every event f selects, in seq order, streaming,
-// with the paths named through a descriptor resolved (fdpath: a session
-// recorded before the sensor resolved them reads as one recorded now). An
-// error from fn stops the walk and is returned as is. fn may keep the
-// events; those of one call share their repeated strings (paths, comm,
-// exec ids, ...), so a million of them cost little more than the events.
+// Events calls fn for every event f selects, in seq order, streaming, with
+// descriptor-relative paths resolved (fdpath: an old session reads as one
+// recorded now). An error from fn stops the walk and is returned as is.
+// fn may keep the events; those of one call share their repeated strings
+// (paths, comm, exec ids), so a million cost little more than the events.
+//
+// A damaged file is not an error: chunks that fail their checksum or
+// cannot be read are skipped, each with a slog warning, and everything
+// else is read. Damage and Meta().Integrity then say what was wrong.
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	var fnErr error
+	var damage []Damage
 	err := r.raw(func(c driverConn) error {
 		keep := func(ev *event.Event) error {
 			fnErr = fn(ev)
 			return fnErr
 		}
-		read := readChunks
-		if r.version == 1 {
-			read = readEventsV1
-		}
 		return readTx(c, func(c driverConn, strs *pathTable, in *interner) error {
-			return read(c, strs, in, f, keep)
+			if r.version == 1 {
+				return readEventsV1(c, strs, in, f, keep)
+			}
+			var err error
+			damage, err = r.readChunks(c, strs, f, keep)
+			return err
 		})
 	})
 	if fnErr != nil {
@@ -248,6 +335,7 @@ func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	if err != nil {
 		return fmt.Errorf("read session %s: %w", r.path, explain(err))
 	}
+	r.settle(damage)
 	return nil
 }
 
@@ -291,136 +379,6 @@ func readTx(c driverConn, read func(c driverConn, strs *pathTable, in *interner)
 	return read(c, strs, in)
 }
 
-// readChunks reads the events f selects from a version 2 file, inside
-// readTx.
-func readChunks(c driverConn, strs *pathTable, _ *interner, f Filter, fn func(*event.Event) error) error {
-	keep, fds := f.matcher(), fdpath.New()
-	rows, err := query(c, "SELECT first_seq, count, first_ts, data FROM chunks ORDER BY first_seq", nil)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-
-	// Chunks decode independently once the strings are loaded, so
-	// decoders run on every core while this goroutine hands their events
-	// to fn in order: one goroutine reads the rows, the decoders take the
-	// chunks from work, and order carries them, oldest first, to the loop
-	// below, which waits for each to be decoded.
-	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
-	work := make(chan *chunkJob)
-	order := make(chan *chunkJob, 4*workers)
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := &chunkDecoder{strs: strs, in: newInterner()}
-			for j := range work {
-				j.evs = make([]*event.Event, 0, j.count)
-				j.err = d.decode(j.data, j.first, j.count, j.firstTS, func(ev *event.Event) error {
-					j.evs = append(j.evs, ev)
-					return nil
-				})
-				j.data = nil
-				close(j.done)
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(work)
-		defer close(order)
-		send := func(ch chan *chunkJob, j *chunkJob) bool {
-			select {
-			case ch <- j:
-				return true
-			case <-quit:
-				return false
-			}
-		}
-		fail := func(err error) {
-			j := &chunkJob{err: err, done: make(chan struct{})}
-			close(j.done)
-			send(order, j)
-		}
-		row := make([]driver.Value, 4)
-		var next uint64 = 1
-		for {
-			if err := rows.Next(row); err == io.EOF {
-				return
-			} else if err != nil {
-				fail(err)
-				return
-			}
-			var ints [3]int64
-			for i := range ints {
-				var err error
-				if ints[i], err = intCol(row[i]); err != nil {
-					fail(fmt.Errorf("%w: chunk %v: %s: %v", ErrCorrupt, row[0], strings.Split(chunkCols, ", ")[i], err))
-					return
-				}
-			}
-			first := uint64(ints[0])
-			if first != next || ints[1] < 1 || ints[1] > maxChunkEvents {
-				fail(fmt.Errorf("%w: chunk at event %d (%d events) after event %d", ErrCorrupt, first, ints[1], next-1))
-				return
-			}
-			next = first + uint64(ints[1])
-			data, _ := row[3].([]byte) // the driver's own copy
-			j := &chunkJob{data: data, first: first, count: int(ints[1]), firstTS: ints[2], done: make(chan struct{})}
-			if !send(order, j) || !send(work, j) {
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(quit)
-		for range order { // let the reader finish
-		}
-		wg.Wait()
-	}()
-	for j := range order {
-		<-j.done
-		if errors.Is(j.err, errChunk) {
-			return fmt.Errorf("%w: %v", ErrCorrupt, j.err)
-		}
-		if j.err != nil {
-			return j.err
-		}
-		for _, ev := range j.evs {
-			fds.Event(ev)
-			if keep != nil && !keep(ev) {
-				continue
-			}
-			if err := fn(ev); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// maxDecoders bounds the goroutines decoding chunks.
-const maxDecoders = 4
-
-// maxChunkEvents bounds the events a chunk row may claim, far above what
-// the writer puts in one (maxBatch), so a damaged count cannot make the
-// reader allocate without limit.
-const maxChunkEvents = 1 << 16
-
-// chunkJob is one chunk on its way from the rows to fn.
-type chunkJob struct {
-	data    []byte
-	first   uint64
-	count   int
-	firstTS int64
-	evs     []*event.Event // decoded
-	err     error
-	done    chan struct{} // closed once evs or err is set
-}
-
 // matcher returns the test f makes of an event, nil when f selects all.
 func (f Filter) matcher() func(*event.Event) bool {
 	if len(f.Kinds) == 0 && len(f.PIDs) == 0 {
@@ -429,44 +387,6 @@ func (f Filter) matcher() func(*event.Event) bool {
 	return func(ev *event.Event) bool {
 		return (len(f.Kinds) == 0 || slices.Contains(f.Kinds, ev.Kind)) &&
 			(len(f.PIDs) == 0 || slices.Contains(f.PIDs, ev.PID))
-	}
-}
-
-// v1EventCols are the columns readEventsV1 reads.
-const (
-	v1EventCols  = "seq, ts, kind, pid, tid, ppid, comm, exec_id, parent_exec_id, path, path2, data"
-	nV1EventCols = 12
-)
-
-// readEventsV1 is readChunks for a version 1 file: a row per event.
-func readEventsV1(c driverConn, paths *pathTable, in *interner, f Filter, fn func(*event.Event) error) error {
-	// Every event goes through the resolver, the opens f may leave out
-	// too: f is applied here rather than in the query.
-	keep, fds := f.matcher(), fdpath.New()
-	q := "SELECT " + v1EventCols + " FROM events ORDER BY seq"
-	rows, err := query(c, q, nil)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	row := make([]driver.Value, nV1EventCols)
-	for {
-		if err := rows.Next(row); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		ev, err := scanEventV1(row, paths, in)
-		if err != nil {
-			return err
-		}
-		fds.Event(ev)
-		if keep != nil && !keep(ev) {
-			continue
-		}
-		if err := fn(ev); err != nil {
-			return err
-		}
 	}
 }
 
@@ -497,27 +417,22 @@ type stmtRows struct {
 
 func (r stmtRows) Close() error { return errors.Join(r.Rows.Close(), r.st.Close()) }
 
-// loadStrings reads the strings table: the strings events refer to by id.
+// loadStrings reads the strings table: the strings events refer to by
+// id. Rows SQLite cannot read are left out; the chunks whose strings
+// they were then fail their checksum.
 func loadStrings(c driverConn, in *interner) (*pathTable, error) {
-	rows, err := query(c, "SELECT id, s FROM strings ORDER BY id", nil)
+	t := &pathTable{dense: []string{""}}
+	err := tableScan{table: "strings", key: "id", cols: "s", ncols: 1,
+		row: func(id int64, vals []driver.Value) bool {
+			t.add(id, in.str(textCol(vals[0])))
+			return true
+		},
+		bad: func(int64, error) bool { return true },
+	}.scan(c)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	t := &pathTable{dense: []string{""}}
-	row := make([]driver.Value, 2)
-	for {
-		if err := rows.Next(row); err == io.EOF {
-			return t, nil
-		} else if err != nil {
-			return nil, err
-		}
-		id, err := intCol(row[0])
-		if err != nil {
-			return nil, fmt.Errorf("%w: strings: %v", ErrCorrupt, err)
-		}
-		t.add(id, in.str(textCol(row[1])))
-	}
+	return t, nil
 }
 
 // pathTable maps strings ids to strings. The writer numbers them 1, 2, 3,
@@ -558,40 +473,6 @@ func (t *pathTable) get(v driver.Value) string {
 		return t.dense[id]
 	}
 	return t.sparse[id]
-}
-
-// scanEventV1 decodes one row of the version 1 events query (v1EventCols).
-func scanEventV1(row []driver.Value, paths *pathTable, in *interner) (*event.Event, error) {
-	var ints [5]int64 // seq, ts, pid, tid, ppid
-	for i, col := range [...]int{0, 1, 3, 4, 5} {
-		v, err := intCol(row[col])
-		if err != nil {
-			return nil, fmt.Errorf("%w: event %v: %s: %v", ErrCorrupt, row[0], strings.Split(v1EventCols, ", ")[col], err)
-		}
-		ints[i] = v
-	}
-	seq := ints[0]
-	// Field by field: a composite literal would copy all 224 bytes of
-	// the event, with write barriers, into memory that is already zero.
-	ev := in.event()
-	ev.Seq, ev.TS, ev.Kind = uint64(seq), timeOf(ints[1]), in.kind(textCol(row[2]))
-	ev.PID, ev.TID, ev.PPID = uint32(ints[2]), uint32(ints[3]), uint32(ints[4])
-	ev.Comm, ev.ExecID, ev.ParentExecID = in.str(textCol(row[6])), in.str(textCol(row[7])), in.str(textCol(row[8]))
-	ev.Path, ev.Path2 = paths.get(row[9]), paths.get(row[10])
-	var data []byte
-	switch v := row[11].(type) {
-	case []byte: // the writer stored its JSON as a BLOB
-		data = v
-	case string:
-		data = []byte(v)
-	}
-	if len(data) > 0 {
-		if err := decodeData(data, ev); err != nil {
-			return nil, fmt.Errorf("%w: event %d: %v", ErrCorrupt, seq, err)
-		}
-	}
-	ev.Complete()
-	return ev, nil
 }
 
 // intCol is an INTEGER column's value.
@@ -654,3 +535,66 @@ func (r *Reader) Leftovers() ([]Leftover, error) {
 
 // Close releases the file.
 func (r *Reader) Close() error { return r.db.Close() }
+
+// settle records what a full read found, and warns once about each
+// problem.
+func (r *Reader) settle(found []Damage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.damage = append(slices.Clone(r.fileNote), found...)
+	r.checked = true
+	r.integrity = integrityOf(r.version, r.seal != nil, r.damage)
+	for _, d := range r.damage {
+		msg := d.String()
+		if r.warned[msg] {
+			continue
+		}
+		if r.warned == nil {
+			r.warned = map[string]bool{}
+		}
+		r.warned[msg] = true
+		slog.Warn("session "+r.meta.ID+": "+msg, "path", r.path)
+	}
+}
+
+// integrityOf sums up a check.
+func integrityOf(version int64, sealed bool, damage []Damage) string {
+	if slices.ContainsFunc(damage, func(d Damage) bool { return d.Modified }) {
+		return IntegrityModified
+	}
+	switch {
+	case len(damage) > 0:
+		return IntegrityDamaged
+	case version < 3:
+		return IntegrityUnverifiable
+	case !sealed:
+		return IntegrityUnsealed
+	}
+	return IntegrityIntact
+}
+
+// Damage lists what the last Events call found wrong with the file, in
+// seq order, each a one-line problem: events it could not read (and how
+// many), chunks that failed their checksum, and evidence of changes after
+// recording. Before the events are read it lists only what Open saw (a
+// truncated file). The report shows these as notes.
+func (r *Reader) Damage() []Damage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.checked {
+		return slices.Clone(r.fileNote)
+	}
+	return slices.Clone(r.damage)
+}
+
+// Verify reads every event, checking each chunk's checksum, the hash
+// chain and the seal, and returns the verdict (an Integrity constant)
+// with what was wrong. Meta().Integrity has the verdict from then on.
+func (r *Reader) Verify() (string, []Damage, error) {
+	if err := r.Events(Filter{}, func(*event.Event) error { return nil }); err != nil {
+		return "", nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.integrity, slices.Clone(r.damage), nil
+}

@@ -11,8 +11,10 @@ import (
 // schemaVersion is stored as PRAGMA user_version. Bump it when a column's
 // meaning changes; Open refuses files from a newer polygraph. Version 1
 // kept an events row per event (schemaV1Events); version 2 keeps them in
-// chunks (chunk.go). The reader reads both; the writer writes the newest.
-const schemaVersion = 2
+// chunks (chunk.go); version 3 adds each chunk's checksum and hash chain
+// (integrity.go). The reader reads all three; the writer writes the
+// newest.
+const schemaVersion = 3
 
 // applicationID marks the file as ours in the SQLite header (PRAGMA
 // application_id), "plgr" in ASCII, so `file(1)` and Open can tell a
@@ -40,7 +42,12 @@ CREATE TABLE chunks (
 	first_ts  INTEGER NOT NULL,      -- unix ns of the first event; the others' are relative to it
 	min_ts    INTEGER NOT NULL,      -- earliest and latest event time in the chunk, unix ns
 	max_ts    INTEGER NOT NULL,
-	data      BLOB NOT NULL          -- the events, one length-delimited record each
+	strs_from INTEGER NOT NULL,      -- the strings ids the chunk introduced: strs_from+1 .. strs_end
+	strs_end  INTEGER NOT NULL,
+	sum       BLOB NOT NULL,         -- SHA-256 of the chunk's content (sumChunk, integrity.go)
+	chain     BLOB NOT NULL,         -- SHA-256 of the previous chunk's chain and this sum
+	data      BLOB NOT NULL          -- the events, one length-delimited record each; last, so that
+	                                 -- damage to its overflow pages leaves the columns above readable
 );
 CREATE TABLE lost (
 	stage TEXT PRIMARY KEY,

@@ -490,7 +490,7 @@ func TestDescriptorPathsResolved(t *testing.T) {
 	}
 	want := []string{"/home/u/proj", "/home/u/proj/a.txt", "/home/u/proj/a.txt", "/proc/self/fd/99/b.txt"}
 	files := map[string]string{
-		"version 2": record(t, t.TempDir(), events()),
+		"version 3": record(t, t.TempDir(), events()),
 		"version 1": writeVersion1(t, events()),
 	}
 	for name, path := range files {

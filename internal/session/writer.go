@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"crypto/rand"
 	"database/sql/driver"
 	"encoding/hex"
@@ -15,11 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/polygraph/polygraph/internal/event"
 
@@ -68,9 +65,11 @@ type Writer struct {
 	meta      Meta
 	lost      map[string]uint64
 	leftovers []Leftover
-	dirty     bool   // meta, lost or leftovers changed since the last commit
-	err       error  // the first storage error; later events are dropped
-	dropped   uint64 // events not stored because of err
+	dirty     bool        // meta, lost or leftovers changed since the last commit
+	onFault   func(Fault) // see OnFault
+	faultErr  error       // the fault being ridden out, for Err
+	digest    string      // the seal's digest, once Close wrote it
+	writerRow string      // the meta row 'writer' (writerID)
 
 	// Owned by encode.
 	interned map[string]int64
@@ -82,9 +81,23 @@ type Writer struct {
 	insChunk   *bulkInsert
 	insStrings *bulkInsert
 	inTx       bool
-	pending    int
-	inserted   uint64 // events inserted, committed or not
-	committed  uint64 // events in committed transactions
+	pending    int      // events in the open transaction
+	tx         []*batch // the batches in the open transaction
+	stored     uint64   // events in committed transactions
+	// The hash chain (integrity.go): chain and strsEnd advance as
+	// batches are accepted, the stored ones as they are committed.
+	chain        [32]byte
+	strsEnd      int64
+	storedChain  [32]byte
+	storedChunks int64
+	// Fault handling (fault.go).
+	fault     error          // the write error being ridden out; nil when healthy
+	cause     string         // its Lost stage
+	lastTry   time.Time      // of the disk, while faulted
+	backlog   []*batch       // accepted batches waiting for the disk
+	heldBytes int            // their size
+	carry     []driver.Value // strings of dropped batches, for the next kept one
+	dropping  bool           // the budget ran out during this fault
 }
 
 // Create starts a new session file <home>/sessions/<id>.db and returns a
@@ -98,7 +111,7 @@ func Create(home string, meta Meta) (*Writer, error) {
 	}
 	dir := filepath.Join(home, "sessions")
 	if err := mkdirOwned(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return nil, fmt.Errorf("create session in %s: %w", dir, describe(err))
 	}
 	var path string
 	for attempt := 0; ; attempt++ {
@@ -115,7 +128,7 @@ func Create(home string, meta Meta) (*Writer, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("create session: %w", err)
+			return nil, fmt.Errorf("create session %s: %w", path, describe(err))
 		}
 		f.Close()
 		meta.ID = id
@@ -124,15 +137,23 @@ func Create(home string, meta Meta) (*Writer, error) {
 	meta.Path = path
 	meta.CleanClose = false
 	meta.Events = 0
-	meta.Error = ""
-	if err := chownToInvoker(path); err != nil {
+	meta.Error, meta.InProgress, meta.Integrity = "", false, ""
+	fail := func(err error) (*Writer, error) {
 		removeFiles(path)
-		return nil, fmt.Errorf("create session: %w", err)
+		return nil, fmt.Errorf("create session %s: %w", path, describe(err))
+	}
+	if err := chownToInvoker(path); err != nil {
+		return fail(err)
+	}
+	if err := writeReserve(reservePath(path)); err != nil {
+		return fail(err)
+	}
+	if err := chownToInvoker(reservePath(path)); err != nil {
+		return fail(err)
 	}
 	w, err := newWriter(path, meta)
 	if err != nil {
-		removeFiles(path)
-		return nil, fmt.Errorf("create session %s: %w", path, err)
+		return fail(err)
 	}
 	return w, nil
 }
@@ -149,8 +170,10 @@ func newID(t time.Time) string {
 }
 
 // newWriter opens the freshly created empty file, lays down the schema and
-// the initial metadata, and starts the pipeline.
-func newWriter(path string, meta Meta) (w *Writer, err error) {
+// the initial metadata, and starts the pipeline. Its results are not
+// named: a deferred cleanup that read a named w would find it already
+// set to nil by the failing return.
+func newWriter(path string, meta Meta) (*Writer, error) {
 	// The writer talks to the driver directly rather than through
 	// database/sql: it is the connection's only user, and skipping the
 	// pool's locking and argument conversion is a third of the cost of an
@@ -165,7 +188,7 @@ func newWriter(path string, meta Meta) (w *Writer, err error) {
 		dc.Close()
 		return nil, fmt.Errorf("sqlite driver connection %T lacks ExecContext or PrepareContext", dc)
 	}
-	w = &Writer{
+	w := &Writer{
 		path:     path,
 		conn:     conn,
 		queue:    make(chan *event.Event, queueSize),
@@ -176,11 +199,19 @@ func newWriter(path string, meta Meta) (w *Writer, err error) {
 		lost:     map[string]uint64{},
 		interned: map[string]int64{},
 	}
+	ok = false
 	defer func() {
-		if err != nil {
+		if !ok {
 			w.closeConn()
 		}
 	}()
+	id, err := json.Marshal(selfIdentity())
+	if err != nil {
+		return nil, err
+	}
+	w.writerRow = string(id)
+	w.chain = chainSeed(meta.ID)
+	w.storedChain = w.chain
 	for k, v := range meta.Lost {
 		w.lost[k] = v
 	}
@@ -190,25 +221,7 @@ func newWriter(path string, meta Meta) (w *Writer, err error) {
 	if err := w.exec("PRAGMA journal_mode=WAL"); err != nil {
 		return nil, err
 	}
-	if err := w.exec("BEGIN"); err != nil {
-		return nil, err
-	}
-	setup := []string{
-		schema,
-		fmt.Sprintf("PRAGMA application_id=%d", applicationID),
-		fmt.Sprintf("PRAGMA user_version=%d", schemaVersion),
-	}
-	for _, q := range setup {
-		if err := w.exec(q); err != nil {
-			w.exec("ROLLBACK")
-			return nil, err
-		}
-	}
-	if err := w.writeState(); err != nil {
-		w.exec("ROLLBACK")
-		return nil, err
-	}
-	if err := w.exec("COMMIT"); err != nil {
+	if err := w.setup(); err != nil {
 		return nil, err
 	}
 	// The first commit created the -wal and -shm files; SQLite already
@@ -221,113 +234,10 @@ func newWriter(path string, meta Meta) (w *Writer, err error) {
 	if err := w.prepareInserts(); err != nil {
 		return nil, err
 	}
+	ok = true
 	go w.encode()
 	go w.store()
 	return w, nil
-}
-
-// driverConn is what the writer needs of a modernc.org/sqlite connection.
-type driverConn interface {
-	driver.Conn
-	driver.ExecerContext
-	driver.ConnPrepareContext
-}
-
-// exec runs one statement on the writer's connection.
-func (w *Writer) exec(q string, args ...driver.Value) error {
-	_, err := w.conn.ExecContext(context.Background(), q, named(args))
-	return err
-}
-
-// named numbers args for the driver.
-func named(args []driver.Value) []driver.NamedValue {
-	nv := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-	}
-	return nv
-}
-
-// Strings are inserted with multi-row statements: bulkSizes rows at a
-// time, largest first, so a batch of any length takes a handful of
-// statements.
-var bulkSizes = []int{64, 16, 4, 1}
-
-// Column lists of the two tables the pipeline fills.
-const (
-	chunkCols  = "first_seq, count, first_ts, min_ts, max_ts, data"
-	nChunkCols = 6
-	stringCols = "id, s"
-	nStrCols   = 2
-)
-
-// bulkInsert is a table's prepared multi-row inserts, one per bulkSizes.
-type bulkInsert struct {
-	cols  int
-	sizes []int               // rows per statement, largest first
-	stmts []driver.Stmt       // parallel to sizes
-	args  []driver.NamedValue // reused for every statement
-}
-
-// prepareInserts prepares the chunk and string inserts.
-func (w *Writer) prepareInserts() error {
-	prep := func(table, cols string, n int, sizes []int) (*bulkInsert, error) {
-		b := &bulkInsert{cols: n, sizes: sizes, args: make([]driver.NamedValue, sizes[0]*n)}
-		row := "(" + placeholders(n) + ")"
-		for _, size := range sizes {
-			q := "INSERT INTO " + table + " (" + cols + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ")
-			st, err := w.conn.PrepareContext(context.Background(), q)
-			if err != nil {
-				return nil, err
-			}
-			b.stmts = append(b.stmts, st)
-		}
-		return b, nil
-	}
-	var err error
-	if w.insChunk, err = prep("chunks", chunkCols, nChunkCols, []int{1}); err != nil {
-		return err
-	}
-	w.insStrings, err = prep("strings", stringCols, nStrCols, bulkSizes)
-	return err
-}
-
-// insert writes vals, a whole number of rows, with as few statements as
-// the prepared sizes allow.
-func (b *bulkInsert) insert(vals []driver.Value) error {
-	ctx := context.Background()
-	for i, st := range b.stmts {
-		n := b.sizes[i] * b.cols
-		for len(vals) >= n {
-			a := b.args[:n]
-			for j := range a {
-				a[j] = driver.NamedValue{Ordinal: j + 1, Value: vals[j]}
-			}
-			if _, err := st.(driver.StmtExecContext).ExecContext(ctx, a); err != nil {
-				return err
-			}
-			vals = vals[n:]
-		}
-	}
-	clear(b.args) // drop the references to the batch's strings
-	return nil
-}
-
-// close releases the prepared statements.
-func (b *bulkInsert) close() error {
-	if b == nil {
-		return nil
-	}
-	var errs []error
-	for _, st := range b.stmts {
-		errs = append(errs, st.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// closeConn releases the statements and the connection.
-func (w *Writer) closeConn() error {
-	return errors.Join(w.insChunk.close(), w.insStrings.close(), w.conn.Close())
 }
 
 // Meta returns the session's metadata as it stands: Events counts the
@@ -345,6 +255,15 @@ func (w *Writer) Meta() Meta {
 		m.Events = w.seq.Load()
 	}
 	return m
+}
+
+// Digest returns the session's final digest once Close has written the
+// seal ("" before): keep a copy elsewhere (another host) to prove later
+// that the file was not changed (docs/integrity-of-record.md).
+func (w *Writer) Digest() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.digest
 }
 
 // Add assigns ev the next seq (1, 2, 3, ... without gaps) and queues it
@@ -397,271 +316,6 @@ func (w *Writer) SetUnavailable(features []string) {
 	w.dirty = true
 }
 
-// batch is a run of consecutive events encoded as one chunk, with the
-// strings rows they introduce, passed from the encoder to the store
-// goroutine and back for reuse.
-type batch struct {
-	firstSeq uint64
-	n        int   // events
-	firstTS  int64 // tsOf the first event's time
-	minTS    int64
-	maxTS    int64
-	data     []byte         // the events' records (chunk.go)
-	strings  []driver.Value // nStrCols per new string
-	row      []driver.Value // the chunk's row, built by write
-}
-
-// maxBatch bounds the events the encoder packs into one chunk.
-const maxBatch = 256
-
-// encode is the first pipeline goroutine: it encodes queued events into
-// chunks (ids for interned strings) on one core while store spends the
-// other on SQLite.
-func (w *Writer) encode() {
-	defer close(w.batches)
-	for ev := range w.queue {
-		var b *batch
-		select {
-		case b = <-w.free:
-		default:
-			b = &batch{data: make([]byte, 0, 32<<10), row: make([]driver.Value, nChunkCols)}
-		}
-		w.cur = b
-		w.encodeInto(b, ev)
-	fill:
-		for b.n < maxBatch {
-			select {
-			case ev, ok := <-w.queue:
-				if !ok {
-					break fill
-				}
-				w.encodeInto(b, ev)
-			default:
-				break fill
-			}
-		}
-		w.cur = nil
-		w.batches <- b
-	}
-}
-
-// recycle hands a written batch back to encode.
-func (w *Writer) recycle(b *batch) {
-	clear(b.strings) // drop the references to this batch's strings
-	clear(b.row)
-	b.n, b.data, b.strings = 0, b.data[:0], b.strings[:0]
-	select {
-	case w.free <- b:
-	default:
-	}
-}
-
-// encodeInto appends ev's record to b.
-func (w *Writer) encodeInto(b *batch, ev *event.Event) {
-	ts := tsOf(ev.TS)
-	if b.n == 0 {
-		b.firstSeq, b.firstTS, b.minTS, b.maxTS = ev.Seq, ts, ts, ts
-	}
-	b.minTS, b.maxTS = min(b.minTS, ts), max(b.maxTS, ts)
-	b.data = appendEvent(b.data, ev, b.firstTS, w)
-	b.n++
-}
-
-// id returns the strings id for s, assigning a new one and adding its
-// row to the batch being filled the first time s is seen. Ids are
-// assigned here, not by SQLite, so encoding needs no round trip to the
-// database.
-func (w *Writer) id(s string) int64 {
-	// The sensor's decoder hands out one copy of each comm, exec id,
-	// access mode and repeated path, so the same string usually comes
-	// back as the same pointer: a small cache by address answers most
-	// lookups without hashing the text. An entry holds its string, so
-	// its address cannot be reused for another while it is there.
-	p := unsafe.StringData(s)
-	r := &w.recent[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(s)))%uintptr(len(w.recent))]
-	if unsafe.StringData(r.s) == p && len(r.s) == len(s) && p != nil {
-		return r.id
-	}
-	id, ok := w.interned[s]
-	if !ok {
-		if len(w.interned) >= maxInterned {
-			clear(w.interned)
-		}
-		w.nextStr++
-		id = w.nextStr
-		w.interned[s] = id
-		w.cur.strings = append(w.cur.strings, id, s)
-	}
-	r.s, r.id = s, id
-	return id
-}
-
-// recentString is an entry of Writer.recent.
-type recentString struct {
-	s  string
-	id int64
-}
-
-// store is the second pipeline goroutine: it inserts batches inside a
-// transaction and commits every batchSize events or flushInterval.
-func (w *Writer) store() {
-	defer close(w.done)
-	tick := time.NewTicker(flushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case b, ok := <-w.batches:
-			if !ok {
-				w.commit()
-				return
-			}
-			w.write(b)
-			w.recycle(b)
-			if w.pending >= batchSize {
-				w.commit()
-			}
-		case <-tick.C:
-			w.commit()
-		}
-	}
-}
-
-// write inserts one batch into the open transaction, opening one if needed.
-func (w *Writer) write(b *batch) {
-	n := b.n
-	err := w.insertBatch(b)
-	if err != nil {
-		w.fail(err)
-		w.mu.Lock()
-		w.dropped += uint64(n)
-		w.mu.Unlock()
-		return
-	}
-	w.pending += n
-	w.inserted += uint64(n)
-}
-
-// insertBatch inserts b's strings and events, opening a transaction if
-// none is open.
-func (w *Writer) insertBatch(b *batch) error {
-	if err := w.storeErr(); err != nil {
-		return err
-	}
-	if !w.inTx {
-		if err := w.exec("BEGIN"); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		w.inTx = true
-	}
-	if err := w.insStrings.insert(b.strings); err != nil {
-		return fmt.Errorf("insert paths: %w", err)
-	}
-	b.row[0], b.row[1], b.row[2], b.row[3], b.row[4], b.row[5] =
-		int64(b.firstSeq), int64(b.n), b.firstTS, b.minTS, b.maxTS, b.data
-	if err := w.insChunk.insert(b.row); err != nil {
-		return fmt.Errorf("insert events %d-%d: %w", b.firstSeq, b.firstSeq+uint64(b.n)-1, err)
-	}
-	return nil
-}
-
-// commit writes changed metadata and commits the open transaction.
-func (w *Writer) commit() {
-	if w.storeErr() != nil {
-		return
-	}
-	w.mu.Lock()
-	dirty := w.dirty
-	w.mu.Unlock()
-	if !w.inTx && !dirty {
-		return
-	}
-	if !w.inTx {
-		if err := w.exec("BEGIN"); err != nil {
-			w.fail(fmt.Errorf("begin: %w", err))
-			return
-		}
-		w.inTx = true
-	}
-	if dirty {
-		if err := w.writeState(); err != nil {
-			w.fail(err)
-			return
-		}
-	}
-	if err := w.exec("COMMIT"); err != nil {
-		w.fail(fmt.Errorf("commit: %w", err))
-		return
-	}
-	w.inTx = false
-	w.pending = 0
-	w.committed = w.inserted
-}
-
-// writeState stores the metadata, the lost counters and the leftovers
-// inside the caller's transaction and clears the dirty flag.
-func (w *Writer) writeState() error {
-	w.mu.Lock()
-	m := w.meta
-	lost := maps.Clone(w.lost)
-	left := slices.Clone(w.leftovers)
-	w.dirty = false
-	w.mu.Unlock()
-
-	m.Lost = nil // the lost table is the record
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode meta: %w", err)
-	}
-	if err := w.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('meta', ?)`, string(b)); err != nil {
-		return fmt.Errorf("write meta: %w", err)
-	}
-	for _, stage := range slices.Sorted(maps.Keys(lost)) {
-		if err := w.exec(`INSERT INTO lost (stage, count) VALUES (?, ?)
-			ON CONFLICT (stage) DO UPDATE SET count = excluded.count`, stage, int64(lost[stage])); err != nil {
-			return fmt.Errorf("write lost counters: %w", err)
-		}
-	}
-	if err := w.exec(`DELETE FROM leftovers`); err != nil {
-		return fmt.Errorf("write leftovers: %w", err)
-	}
-	for _, l := range left {
-		argv, err := json.Marshal(l.Argv)
-		if err != nil {
-			return fmt.Errorf("encode leftover %d: %w", l.PID, err)
-		}
-		if err := w.exec(`INSERT INTO leftovers (pid, exec_id, comm, argv) VALUES (?, ?, ?, ?)`,
-			int64(l.PID), l.ExecID, l.Comm, string(argv)); err != nil {
-			return fmt.Errorf("write leftovers: %w", err)
-		}
-	}
-	return nil
-}
-
-// fail records the first storage error and abandons the open
-// transaction; from then on events are counted as dropped.
-func (w *Writer) fail(err error) {
-	w.mu.Lock()
-	if w.err == nil {
-		w.err = err
-	}
-	w.mu.Unlock()
-	if w.inTx {
-		w.exec("ROLLBACK")
-		w.inTx = false
-		w.mu.Lock()
-		w.dropped += w.inserted - w.committed
-		w.mu.Unlock()
-		w.inserted = w.committed
-	}
-}
-
-// storeErr returns the storage error that stopped the writer, if any.
-func (w *Writer) storeErr() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
-
 // stop closes the queue and waits for the writer goroutine to finish what
 // was queued. It returns ErrClosed when the Writer was already stopped.
 func (w *Writer) stop() error {
@@ -679,52 +333,70 @@ func (w *Writer) stop() error {
 
 // Close flushes every queued event and completes the metadata: ended_at,
 // the exit code of the traced command (nil when there was none), the
-// event count and clean_close. The file is then switched out of WAL mode,
-// so it is one self-contained file that a reader without write access to
-// the directory can open.
+// event count, clean_close and the seal (integrity.go). The file is then
+// switched out of WAL mode, so it is one self-contained file that a
+// reader without write access to the directory can open. When the disk
+// still refuses writes, the events held in memory are counted lost and
+// the reserve Create set aside is given back so that the final metadata
+// fits; Close fails only when even that cannot be written.
 func (w *Writer) Close(exitCode *int) error {
 	if err := w.stop(); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	storeErr := w.err
-	if w.dropped > 0 {
-		w.lost["store"] += w.dropped
+	if w.fault != nil {
+		w.retry()
 	}
+	if w.fault != nil {
+		w.dropBacklog()
+		os.Remove(reservePath(w.path))
+	}
+	w.mu.Lock()
 	w.meta.EndedAt = time.Now()
 	w.meta.ExitCode = exitCode
-	w.meta.CleanClose = storeErr == nil
-	w.meta.Events = w.committed
+	w.meta.CleanClose = true
+	w.meta.Events = w.stored
 	w.dirty = true
 	w.mu.Unlock()
 
-	var errs []error
-	if storeErr != nil {
-		errs = append(errs, storeErr)
-	} else {
-		errs = append(errs, w.finish())
+	err := w.finish()
+	if err != nil && isFull(err) {
+		os.Remove(reservePath(w.path))
+		err = w.finish()
 	}
-	errs = append(errs, w.closeConn())
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
+		w.mu.Lock()
+		w.meta.CleanClose = false
+		w.mu.Unlock()
+	}
+	err = errors.Join(describe(err), w.closeConn())
+	if rerr := os.Remove(reservePath(w.path)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
 		return fmt.Errorf("close session %s: %w", w.path, err)
 	}
 	return nil
 }
 
-// finish writes the final metadata and makes the file self-contained.
+// finish writes the final metadata and the seal and makes the file
+// self-contained.
 func (w *Writer) finish() error {
-	if err := w.exec("BEGIN"); err != nil {
-		return err
-	}
-	if err := w.writeState(); err != nil {
+	if w.inTx {
 		w.exec("ROLLBACK")
+		w.inTx = false
+	}
+	if err := w.commitTx(true, true); err != nil {
+		if w.inTx {
+			w.exec("ROLLBACK")
+			w.inTx = false
+		}
 		return err
 	}
-	if err := w.exec("COMMIT"); err != nil {
-		return err
-	}
+	// A failed checkpoint (no room to grow the main file) leaves the
+	// committed pages in the WAL, where readers find them.
 	if err := w.exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		slog.Debug("session: checkpoint failed; staying in WAL mode", "path", w.path, "error", err)
+		return nil
 	}
 	// Leaving WAL mode needs the file to itself; a reader still open on
 	// the live session (the UI, say) keeps it in WAL mode, which is fine:
@@ -754,10 +426,41 @@ func (w *Writer) Abort() error {
 // removeFiles deletes a session file and whatever SQLite left beside it.
 func removeFiles(path string) error {
 	var errs []error
-	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal", reservePath(path)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setup lays down the schema, the initial metadata and the writer row in
+// one transaction.
+func (w *Writer) setup() error {
+	if err := w.exec("BEGIN"); err != nil {
+		return err
+	}
+	setup := []string{
+		schema,
+		fmt.Sprintf("PRAGMA application_id=%d", applicationID),
+		fmt.Sprintf("PRAGMA user_version=%d", schemaVersion),
+	}
+	for _, q := range setup {
+		if err := w.exec(q); err != nil {
+			w.exec("ROLLBACK")
+			return err
+		}
+	}
+	if err := w.writeState(false); err != nil {
+		w.exec("ROLLBACK")
+		return err
+	}
+	if err := w.exec(`INSERT INTO meta (key, value) VALUES ('writer', ?)`, w.writerRow); err != nil {
+		w.exec("ROLLBACK")
+		return fmt.Errorf("write meta: %w", err)
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		return err
+	}
+	return nil
 }
