@@ -1,0 +1,297 @@
+package guard
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// parentName is the cgroup under the cgroup2 root that holds every
+// session's cgroup; a session is parentName/polygraph-<id>. The fixed
+// names are what lets Cleanup find a killed session's leftovers.
+const (
+	parentName    = "polygraph"
+	sessionPrefix = "polygraph-"
+)
+
+// wantControllers are enabled for the session cgroups where the hierarchy
+// has them; on a hybrid machine most are bound to v1 and absent here.
+var wantControllers = []string{"cpu", "memory", "io", "pids"}
+
+// cgroup2Root finds where the unified hierarchy is mounted, from
+// mountinfo rather than by assuming /sys/fs/cgroup: hybrid machines mount
+// it at /sys/fs/cgroup/unified.
+func cgroup2Root() (string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("read mountinfo: %w", err)
+	}
+	return parseCgroup2Root(b)
+}
+
+// parseCgroup2Root returns the mount point of the first cgroup2 mount
+// whose root is the hierarchy's root (a container may see a subtree).
+func parseCgroup2Root(mountinfo []byte) (string, error) {
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f, pf := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(pf) < 1 || pf[0] != "cgroup2" {
+			continue
+		}
+		return unescapeMount(f[4]), nil
+	}
+	return "", errors.New("no cgroup2 hierarchy is mounted")
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// parentCgroup creates (if needed) the polygraph parent and enables in
+// it, and in the root, the controllers the hierarchy offers.
+func parentCgroup() (string, error) {
+	root, err := cgroup2Root()
+	if err != nil {
+		return "", err
+	}
+	parent := filepath.Join(root, parentName)
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("create cgroup %s: %w", parent, err)
+	}
+	for _, dir := range []string{root, parent} {
+		enableControllers(dir)
+	}
+	return parent, nil
+}
+
+// enableControllers turns on, one by one, the wanted controllers dir
+// offers; one refused (a v1-bound or busy controller) does not stop the
+// others, and what is missing shows in Usage.Missing and in Start's
+// refusal of a limit.
+func enableControllers(dir string) {
+	have, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	on, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	for _, c := range wantControllers {
+		if !hasWord(have, c) || hasWord(on, c) {
+			continue
+		}
+		os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
+	}
+}
+
+func hasWord(b []byte, w string) bool {
+	for _, f := range strings.Fields(string(b)) {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+// setLimits writes the session's limits; a requested limit whose file is
+// missing is an error.
+func setLimits(dir string, o Options) error {
+	for _, l := range []struct {
+		file string
+		v    int64
+	}{{"memory.max", o.MemoryMax}, {"pids.max", o.PidsMax}} {
+		if l.v == 0 {
+			continue
+		}
+		p := filepath.Join(dir, l.file)
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.v, 10)), 0); err != nil {
+			return fmt.Errorf("set %s (is the controller bound to cgroup v1?): %w", l.file, err)
+		}
+	}
+	return nil
+}
+
+// readUsage reads the session cgroup's accounting files.
+func readUsage(dir string) Usage {
+	var u Usage
+	if kv, ok := readKV(dir, "cpu.stat", &u); ok {
+		u.CPUUser = time.Duration(kv["user_usec"]) * time.Microsecond
+		u.CPUSystem = time.Duration(kv["system_usec"]) * time.Microsecond
+	}
+	u.MemoryPeak = readInt(dir, "memory.peak", &u)
+	u.PidsPeak = readInt(dir, "pids.peak", &u)
+	b, err := os.ReadFile(filepath.Join(dir, "io.stat"))
+	if err != nil {
+		u.Missing = append(u.Missing, "io.stat")
+		return u
+	}
+	// io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N ...".
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "rbytes":
+				u.IORead += n
+			case "wbytes":
+				u.IOWrite += n
+			}
+		}
+	}
+	return u
+}
+
+func readKV(dir, file string, u *Usage) (map[string]int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		u.Missing = append(u.Missing, file)
+		return nil, false
+	}
+	kv := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			kv[k], _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return kv, true
+}
+
+func readInt(dir, file string, u *Usage) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		u.Missing = append(u.Missing, file)
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// removeCgroup kills whatever still runs in dir and removes it. It
+// returns how many processes it had to kill.
+func removeCgroup(dir string) (int, error) {
+	procs := countProcs(dir)
+	if procs > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+			return 0, fmt.Errorf("kill the processes left in %s: %w", dir, err)
+		}
+	}
+	// rmdir fails with EBUSY until the killed tasks are reaped by the
+	// kernel; that takes milliseconds, bounded here at two seconds.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return procs, nil
+		}
+		if time.Now().After(deadline) {
+			return procs, fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func countProcs(dir string) int {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	return len(strings.Fields(string(b)))
+}
+
+// Cleanup removes what sessions killed before their Close left behind:
+// every polygraph-* cgroup under the polygraph parent, killing the
+// processes still in them (an agent whose guard died runs unconfined, so
+// it is stopped rather than left running). A live session holds a lock
+// on its lock file; Cleanup leaves those alone, so running it while
+// another polygraph session is live is safe. It returns what it removed.
+func Cleanup() ([]Leftover, error) {
+	root, err := cgroup2Root()
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(root, parentName)
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", parent, err)
+	}
+	var out []Leftover
+	var errs []error
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), sessionPrefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		lock, live := tryLock(strings.TrimPrefix(e.Name(), sessionPrefix))
+		if live {
+			continue
+		}
+		n, err := removeCgroup(dir)
+		if lock != nil {
+			os.Remove(lock.Name())
+			lock.Close()
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, Leftover{Path: dir, Killed: n})
+	}
+	return out, errors.Join(errs...)
+}
+
+// lockDir holds one lock file per live session; the kernel drops the
+// flock when the owner dies, however it dies, which is what tells
+// Cleanup a session is a leftover.
+var lockDir = "/run/polygraph"
+
+// lockSession takes the session's lock, failing if a live process holds
+// it (a session with the same ID is running).
+func lockSession(id string) (*os.File, error) {
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", lockDir, err)
+	}
+	f, live := tryLock(id)
+	if live {
+		return nil, fmt.Errorf("session %s is already running", id)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("lock session %s in %s", id, lockDir)
+	}
+	return f, nil
+}
+
+// tryLock takes the lock of session id without waiting. live reports
+// that another process holds it; f is nil when it could not be opened.
+func tryLock(id string) (f *os.File, live bool) {
+	f, err := os.OpenFile(filepath.Join(lockDir, id+".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, errors.Is(err, unix.EWOULDBLOCK)
+	}
+	return f, false
+}
