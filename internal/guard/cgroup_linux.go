@@ -126,8 +126,11 @@ func setLimits(dir string, o Options) error {
 			continue
 		}
 		p := filepath.Join(dir, l.file)
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("limit %s: the controller is not enabled in the cgroup v2 hierarchy (bound to v1?): %w", l.file, err)
+		}
 		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.v, 10)), 0); err != nil {
-			return fmt.Errorf("set %s (is the controller bound to cgroup v1?): %w", l.file, err)
+			return fmt.Errorf("set %s: %w", l.file, err)
 		}
 	}
 	return nil

@@ -29,7 +29,7 @@ type Session struct {
 // egress programs. The tree is not running yet: Apply prepares its
 // command. Leftovers of killed sessions with the same ID are removed
 // first; call Cleanup for all of them.
-func Start(ctx context.Context, o Options) (s *Session, err error) {
+func Start(ctx context.Context, o Options) (_ *Session, err error) {
 	if !idPattern.MatchString(o.ID) {
 		return nil, fmt.Errorf("session id %q: want 1-64 of [A-Za-z0-9._-]", o.ID)
 	}
@@ -41,7 +41,7 @@ func Start(ctx context.Context, o Options) (s *Session, err error) {
 			return nil, fmt.Errorf("mask and keep paths must be absolute: %q", p)
 		}
 	}
-	s = &Session{opts: o}
+	s := &Session{opts: o}
 	defer func() {
 		if err != nil {
 			s.Close()

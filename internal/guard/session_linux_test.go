@@ -1,0 +1,144 @@
+package guard
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/testenv"
+)
+
+func TestUsageIsAccounted(t *testing.T) {
+	s := start(t, Options{})
+	// Half a second of shell arithmetic and a file written: enough CPU for
+	// cpu.stat to show it on a loaded two-core machine.
+	script := `end=$(($(date +%s%N) + 500000000)); i=0
+while [ $(date +%s%N) -lt $end ]; do i=$((i+1)); done
+dd if=/dev/zero of="$TMPDIR/f" bs=64k count=16 conv=fsync 2>/dev/null; rm -f "$TMPDIR/f"`
+	tmp := t.TempDir()
+	if code, out := run(t, s, 0, []string{"TMPDIR=" + tmp}, "sh", "-c", script); code != 0 {
+		t.Fatalf("tree exited %d: %s", code, out)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	u := s.Usage()
+	t.Logf("usage: %+v", u)
+	if u.CPUUser+u.CPUSystem < 100*time.Millisecond {
+		t.Errorf("cpu.stat accounted %v of a 500ms busy loop", u.CPUUser+u.CPUSystem)
+	}
+	missing := map[string]bool{}
+	for _, m := range u.Missing {
+		missing[m] = true
+	}
+	// What the hierarchy provides must be read; what it lacks must say so.
+	for file, v := range map[string]int64{"memory.peak": u.MemoryPeak, "pids.peak": u.PidsPeak} {
+		if (v > 0) == missing[file] {
+			t.Errorf("%s = %d but missing = %v", file, v, missing[file])
+		}
+	}
+	if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
+		t.Errorf("session cgroup %s still exists after Close: %v", s.Dir(), err)
+	}
+}
+
+func TestLimitsPassThrough(t *testing.T) {
+	testenv.RequireRoot(t)
+	root, err := cgroup2Root()
+	testenv.Feature(t, "cgroup v2", err)
+	have, _ := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	if !hasWord(have, "pids") {
+		// A hybrid hierarchy keeps pids in v1: Start must refuse the limit
+		// rather than run without it.
+		_, err := Start(context.Background(), Options{ID: sessionID(t), PidsMax: 8})
+		if err == nil {
+			t.Fatal("Start accepted pids.max on a hierarchy without the pids controller")
+		}
+		t.Skipf("pids controller not in cgroup v2 here (%s); Start refused the limit: %v", root, err)
+	}
+	s := start(t, Options{PidsMax: 8, MemoryMax: 256 << 20})
+	b, err := os.ReadFile(filepath.Join(s.Dir(), "pids.max"))
+	if err != nil || strings.TrimSpace(string(b)) != "8" {
+		t.Fatalf("pids.max = %q, %v", b, err)
+	}
+	code, out := run(t, s, 0, nil, "sh", "-c", `for i in $(seq 20); do sleep 2 & done; wait`)
+	if code == 0 && !strings.Contains(out, "fork") && !strings.Contains(out, "Resource") {
+		t.Errorf("20 children under pids.max=8 all started: %d %s", code, out)
+	}
+}
+
+func TestCleanupRemovesKilledSession(t *testing.T) {
+	testenv.RequireRoot(t)
+	if _, err := cgroup2Root(); err != nil {
+		testenv.Feature(t, "cgroup v2", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sessionID(t)
+	// The owner is a separate process, killed the way polygraph would be,
+	// so the kernel drops its lock and its BPF links.
+	own := exec.Command(self, "__owner", id)
+	own.Stderr = os.Stderr
+	stdout, err := own.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		own.Process.Kill()
+		own.Wait()
+		t.Fatalf("owner did not start its session: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	own.Process.Signal(syscall.SIGKILL)
+	own.Wait()
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("the session's process %d died with its owner; nothing left to clean", pid)
+	}
+	// A live session next to the leftover must survive the cleanup.
+	live := start(t, Options{ID: id + "-live"})
+
+	t0 := time.Now()
+	left, err := Cleanup()
+	t.Logf("cleanup took %v", time.Since(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, l := range left {
+		if filepath.Base(l.Path) == sessionPrefix+id {
+			found = l.Killed == 1
+		}
+		if l.Path == live.Dir() {
+			t.Errorf("Cleanup removed the live session %s", l.Path)
+		}
+	}
+	if !found {
+		t.Errorf("Cleanup = %v, want %s with 1 process killed", left, sessionPrefix+id)
+	}
+	if _, err := os.Stat(live.Dir()); err != nil {
+		t.Errorf("live session cgroup gone: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("the leftover process %d still runs", pid)
+	}
+	if again, err := Cleanup(); err != nil || len(again) != 0 {
+		t.Errorf("second Cleanup = %v, %v; want nothing", again, err)
+	}
+}
