@@ -222,9 +222,9 @@ func countProcs(dir string) int {
 
 // Cleanup removes what sessions killed before their Close left behind:
 // every polygraph-* cgroup under the polygraph parent, killing the
-// processes still in them (an agent whose guard died runs unconfined, so
-// it is stopped rather than left running). A live session holds a lock
-// on its lock file; Cleanup leaves those alone, so running it while
+// processes still in them (an agent whose guard died is stopped rather
+// than left running), and their pinned BPF links. A live session holds a
+// lock on its lock file; Cleanup leaves those alone, so running it while
 // another polygraph session is live is safe. It returns what it removed.
 func Cleanup() ([]Leftover, error) {
 	root, err := cgroup2Root()
@@ -232,36 +232,63 @@ func Cleanup() ([]Leftover, error) {
 		return nil, err
 	}
 	parent := filepath.Join(root, parentName)
-	ents, err := os.ReadDir(parent)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", parent, err)
+	ids := map[string]bool{}
+	for _, dir := range []string{parent, pinRoot} {
+		ents, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if dir == parent {
+				if !strings.HasPrefix(name, sessionPrefix) {
+					continue
+				}
+				name = strings.TrimPrefix(name, sessionPrefix)
+			}
+			if e.IsDir() {
+				ids[name] = true
+			}
+		}
 	}
 	var out []Leftover
 	var errs []error
-	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), sessionPrefix) {
-			continue
-		}
-		dir := filepath.Join(parent, e.Name())
-		lock, live := tryLock(strings.TrimPrefix(e.Name(), sessionPrefix))
+	for id := range ids {
+		lock, live := tryLock(id)
 		if live {
 			continue
 		}
-		n, err := removeCgroup(dir)
+		left, err := removeSession(parent, id)
+		out = append(out, left...)
+		errs = append(errs, err)
 		if lock != nil {
 			os.Remove(lock.Name())
 			lock.Close()
 		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// removeSession removes session id's cgroup (killing what runs in it)
+// and then its pinned links, whichever exist. The caller holds the lock.
+func removeSession(parent, id string) ([]Leftover, error) {
+	var out []Leftover
+	dir := filepath.Join(parent, sessionPrefix+id)
+	if _, err := os.Stat(dir); err == nil {
+		n, err := removeCgroup(dir)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return out, err
 		}
 		out = append(out, Leftover{Path: dir, Killed: n})
 	}
-	return out, errors.Join(errs...)
+	pins := filepath.Join(pinRoot, id)
+	if _, err := os.Stat(pins); err == nil {
+		if err := os.RemoveAll(pins); err != nil {
+			return out, fmt.Errorf("unpin %s: %w", pins, err)
+		}
+		out = append(out, Leftover{Path: pins})
+	}
+	return out, nil
 }
 
 // lockDir holds one lock file per live session; the kernel drops the

@@ -30,8 +30,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// exitEPERM is __dial's status when the kernel refused with EPERM.
-const exitEPERM = 13
+// __dial's statuses: the kernel refused with EPERM; io_uring is not
+// available here.
+const (
+	exitEPERM   = 13
+	exitNoUring = 77
+)
 
 // dial connects (tcp) or sends one datagram (udp, unconnected sendto) to
 // addr and reports EPERM by its exit status.
@@ -53,6 +57,24 @@ func dial(network, addr string) int {
 				err = unix.Connect(fd, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()})
 				unix.Close(fd)
 			}
+		}
+	case "uring":
+		var ap netip.AddrPort
+		if ap, err = netip.ParseAddrPort(addr); err == nil {
+			err = uringConnect(ap)
+		}
+		if errors.Is(err, errNoUring) {
+			fmt.Fprintln(os.Stderr, err)
+			return exitNoUring
+		}
+	case "ping":
+		// An unprivileged ICMP echo socket (net.ipv4.ping_group_range).
+		var fd int
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP); err == nil {
+			ap := netip.MustParseAddrPort(addr)
+			echo := []byte{8, 0, 0, 0, 0, 1, 0, 1}
+			err = unix.Sendto(fd, echo, 0, &unix.SockaddrInet4{Addr: ap.Addr().As4()})
+			unix.Close(fd)
 		}
 	case "udp", "udp6":
 		var ua *net.UDPAddr

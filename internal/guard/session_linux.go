@@ -55,12 +55,12 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 		return nil, err
 	}
 	s.dir = filepath.Join(parent, sessionPrefix+o.ID)
-	if _, err := os.Stat(s.dir); err == nil {
-		n, err := removeCgroup(s.dir)
-		if err != nil {
-			return nil, err
-		}
-		slog.Warn("removed a leftover session cgroup", "path", s.dir, "killed", n)
+	left, err := removeSession(parent, o.ID)
+	for _, l := range left {
+		slog.Warn("removed a leftover of a killed session", "path", l.Path, "killed", l.Killed)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create session cgroup: %w", err)
@@ -72,7 +72,7 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 		return nil, fmt.Errorf("open session cgroup: %w", err)
 	}
 	if o.Egress != nil {
-		if s.egress, err = attachEgress(s.dir, o.Egress.Allow); err != nil {
+		if s.egress, err = attachEgress(s.dir, pinDirFor(o.ID), o.Egress.Allow); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/polygraph/polygraph/internal/testenv"
 )
 
@@ -107,6 +110,15 @@ func TestCleanupRemovesKilledSession(t *testing.T) {
 	if syscall.Kill(pid, 0) != nil {
 		t.Fatalf("the session's process %d died with its owner; nothing left to clean", pid)
 	}
+	// The killed owner's tree stays confined: its links are pinned.
+	root, _ := cgroup2Root()
+	dir := filepath.Join(root, parentName, sessionPrefix+id)
+	pins := pinDirFor(id)
+	if pins == "" {
+		testenv.Feature(t, "a BPF filesystem to pin links in", errors.New("pinDirFor found none"))
+	} else if n := attached(t, dir, ebpf.AttachCGroupInet4Connect); n != 1 {
+		t.Errorf("after the owner's death %d connect4 programs on %s, want 1 (pinned)", n, dir)
+	}
 	// A live session next to the leftover must survive the cleanup.
 	live := start(t, Options{ID: id + "-live"})
 
@@ -128,6 +140,11 @@ func TestCleanupRemovesKilledSession(t *testing.T) {
 	if !found {
 		t.Errorf("Cleanup = %v, want %s with 1 process killed", left, sessionPrefix+id)
 	}
+	if pins != "" {
+		if _, err := os.Stat(pins); !os.IsNotExist(err) {
+			t.Errorf("pinned links %s not removed: %v", pins, err)
+		}
+	}
 	if _, err := os.Stat(live.Dir()); err != nil {
 		t.Errorf("live session cgroup gone: %v", err)
 	}
@@ -141,4 +158,19 @@ func TestCleanupRemovesKilledSession(t *testing.T) {
 	if again, err := Cleanup(); err != nil || len(again) != 0 {
 		t.Errorf("second Cleanup = %v, %v; want nothing", again, err)
 	}
+}
+
+// attached counts the programs of type at attached to the cgroup dir.
+func attached(t *testing.T, dir string, at ebpf.AttachType) int {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: at})
+	if err != nil {
+		t.Fatalf("query %s: %v", dir, err)
+	}
+	return len(r.Programs)
 }
