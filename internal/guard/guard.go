@@ -30,6 +30,13 @@ type Options struct {
 	// Keep lists absolute paths that stay visible although they lie under
 	// a masked directory (the agent's own config in a shared store).
 	Keep []string
+	// PIDNamespace runs the tree in its own PID namespace with its own
+	// /proc, under a small init (polygraph) that starts the command,
+	// forwards signals and reaps orphans. Without it an unprivileged tree
+	// can read masked files through /proc/<pid>/root of any process of
+	// the same user outside the tree, and signal or ptrace those
+	// processes. When the command exits, the rest of the tree is killed.
+	PIDNamespace bool
 	// Egress, when non-nil, confines connect() and UDP sends to the
 	// allowlist; nil leaves the network alone.
 	Egress *Egress

@@ -13,7 +13,7 @@ import (
 )
 
 // specEnv carries the mount and credential spec from Session.Apply to
-// Enter in the child. Enter removes it, so the command never sees it.
+// Exec in the child, which removes it, so the command never sees it.
 const specEnv = "POLYGRAPH_GUARD_SPEC"
 
 // spec is what the child does before it execs: mask, keep, then become
@@ -24,34 +24,44 @@ type spec struct {
 	UID    *uint32  `json:"uid,omitempty"`
 	GID    uint32   `json:"gid,omitempty"`
 	Groups []uint32 `json:"groups,omitempty"`
+	// Init: the process is PID 1 of a new PID namespace and stays there
+	// as the tree's init, running the command as its child.
+	Init bool `json:"init,omitempty"`
 }
 
-// Enter applies the isolation Session.Apply asked for to the calling
+// enter applies the isolation Session.Apply asked for to the calling
 // process, which must be the freshly started child (in its own mount
 // namespace, still root): it makes every mount private, masks the
-// credential paths, drops to the target user and returns, and the caller
-// then execs the command. Without the spec in the environment it does
-// nothing, so a shim can call it unconditionally. It must run before any
-// goroutine of the caller depends on the old credentials.
-func Enter() error {
+// credential paths and, unless the spec makes it the namespace's init,
+// drops to the target user. ok is false when the environment holds no
+// spec (the process was not started isolated).
+func enter() (sp spec, ok bool, err error) {
 	raw, ok := os.LookupEnv(specEnv)
 	if !ok {
-		return nil
+		return sp, false, nil
 	}
 	os.Unsetenv(specEnv)
-	var sp spec
 	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
-		return fmt.Errorf("guard spec: %w", err)
+		return sp, true, fmt.Errorf("guard spec: %w", err)
 	}
 	// Without this the masks would propagate back to the host's
 	// namespace through shared mount peers (systemd makes / shared).
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+		return sp, true, fmt.Errorf("make mounts private: %w", err)
 	}
 	if err := applyMasks(sp.Mask, sp.Keep); err != nil {
-		return err
+		return sp, true, err
 	}
-	return dropTo(sp)
+	if sp.Init {
+		// A procfs of the new PID namespace: the tree sees only itself,
+		// not /proc/<pid>/root of the user's other processes, whose
+		// mount namespace has no masks.
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return sp, true, fmt.Errorf("mount the namespace's /proc: %w", err)
+		}
+		return sp, true, nil
+	}
+	return sp, true, dropTo(sp)
 }
 
 // applyMasks hides each existing path in mask, shortest first so a

@@ -85,16 +85,16 @@ func (s *Session) Dir() string { return s.dir }
 // Apply prepares cmd to start isolated: in a new mount namespace, born
 // into the session cgroup (CLONE_INTO_CGROUP, so not one instruction of
 // it runs outside), with the mask spec in its environment. cmd must run a
-// program that calls Enter before it execs the real command: polygraph
-// itself, as the sensor's shim or through HelperArg. A Credential in
+// program that becomes the real command with Exec: polygraph itself, as
+// the sensor's shim or through HelperArg. A Credential in
 // cmd.SysProcAttr is moved into the spec: the child has to stay root
-// until its mounts are done, and Enter drops to that user.
+// until its mounts are done, and Exec drops to that user.
 func (s *Session) Apply(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	a := cmd.SysProcAttr
-	sp := spec{Mask: s.opts.Mask, Keep: s.opts.Keep}
+	sp := spec{Mask: s.opts.Mask, Keep: s.opts.Keep, Init: s.opts.PIDNamespace}
 	if c := a.Credential; c != nil {
 		uid := c.Uid
 		sp.UID, sp.GID, sp.Groups = &uid, c.Gid, c.Groups
@@ -108,6 +108,9 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 		return err
 	}
 	a.Cloneflags |= unix.CLONE_NEWNS
+	if s.opts.PIDNamespace {
+		a.Cloneflags |= unix.CLONE_NEWPID
+	}
 	a.UseCgroupFD = true
 	a.CgroupFD = int(s.cgfd.Fd())
 	if cmd.Env == nil {
@@ -180,7 +183,7 @@ func (s *Session) Close() error {
 // HelperArg is the hidden first argument that makes polygraph act as the
 // isolation helper: `polygraph __polygraph_guard CMD ARGS...` enters the
 // isolation and execs CMD. The sensor's shim does the same by calling
-// Enter itself; the helper is for starting a tree without the sensor.
+// Exec itself; the helper is for starting a tree without the sensor.
 const HelperArg = "__polygraph_guard"
 
 // MaybeRunHelper runs the helper and never returns when os.Args asks
@@ -191,13 +194,9 @@ func MaybeRunHelper() {
 	}
 }
 
-// HelperMain enters the isolation and execs args. It returns only on
-// failure, with the shell's status for it.
+// HelperMain enters the isolation and execs args (see Exec). It returns
+// only on failure, with the shell's status for it.
 func HelperMain(args []string) int {
-	if err := Enter(); err != nil {
-		fmt.Fprintln(os.Stderr, "polygraph: isolation failed, not running the command:", err)
-		return 126
-	}
 	if len(args) == 0 {
 		return 0
 	}
@@ -206,8 +205,8 @@ func HelperMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "polygraph: %s: command not found\n", args[0])
 		return 127
 	}
-	err = syscall.Exec(path, args, os.Environ())
-	fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
+	err = Exec(path, args, os.Environ())
+	fmt.Fprintf(os.Stderr, "polygraph: isolated exec of %s failed: %v\n", args[0], err)
 	return 126
 }
 
