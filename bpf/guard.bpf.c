@@ -8,7 +8,9 @@
  *
  * The hooks sit in the socket layer (inet pre_connect, udp_sendmsg), not at
  * the syscall entry, so io_uring's connect and sendmsg go through them as
- * well. Self-contained on purpose: struct bpf_sock_addr is UAPI (its
+ * well. ICMP has no port to allow and an unconnected sendto() on a ping
+ * socket meets no sendmsg hook, so the tree may not create ICMP or raw
+ * IP sockets at all (sock_create). Self-contained on purpose: struct bpf_sock_addr is UAPI (its
  * layout is fixed and the verifier rewrites the accesses), so no CO-RE and
  * no shared header with the sensor's program.
  */
@@ -34,7 +36,13 @@ enum {
 
 enum { BPF_ANY = 0, BPF_NOEXIST = 1 };
 
-struct bpf_sock;
+/* From include/uapi/linux/bpf.h: the fields sock_create reads. */
+struct bpf_sock {
+	__u32 bound_dev_if;
+	__u32 family;
+	__u32 type;
+	__u32 protocol;
+};
 
 /* From include/uapi/linux/bpf.h. */
 struct bpf_sock_addr {
@@ -59,6 +67,15 @@ enum {
 	HOOK_CONNECT6 = 2,
 	HOOK_SENDMSG4 = 3,
 	HOOK_SENDMSG6 = 4,
+	HOOK_SOCK_CREATE = 5,
+};
+
+enum {
+	SOCK_RAW = 3,
+	IPPROTO_ICMP = 1,
+	IPPROTO_ICMPV6 = 58,
+	AF_INET = 2,
+	AF_INET6 = 10,
 };
 
 /*
@@ -101,6 +118,22 @@ struct {
 	__type(value, struct deny_val);
 } denied SEC(".maps");
 
+static __always_inline void count_denial(struct deny_key *dk)
+{
+	struct deny_val *v = bpf_map_lookup_elem(&denied, dk);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	struct deny_val nv = {
+		.count = 1,
+		.first_ns = bpf_ktime_get_ns(),
+		.pid = (__u32)(bpf_get_current_pid_tgid() >> 32),
+		.uid = (__u32)bpf_get_current_uid_gid(),
+	};
+	bpf_map_update_elem(&denied, dk, &nv, BPF_NOEXIST);
+}
+
 static __always_inline int verdict(struct bpf_sock_addr *ctx, struct allow_key *k, __u8 hook)
 {
 	k->port = bpf_ntohs((__u16)ctx->user_port);
@@ -117,18 +150,7 @@ static __always_inline int verdict(struct bpf_sock_addr *ctx, struct allow_key *
 	dk.port = port;
 	dk.hook = hook;
 	dk.protocol = (__u8)ctx->protocol;
-	struct deny_val *v = bpf_map_lookup_elem(&denied, &dk);
-	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-	} else {
-		struct deny_val nv = {
-			.count = 1,
-			.first_ns = bpf_ktime_get_ns(),
-			.pid = (__u32)(bpf_get_current_pid_tgid() >> 32),
-			.uid = (__u32)bpf_get_current_uid_gid(),
-		};
-		bpf_map_update_elem(&denied, &dk, &nv, BPF_NOEXIST);
-	}
+	count_denial(&dk);
 	return 0;
 }
 
@@ -163,3 +185,17 @@ int guard_sendmsg4(struct bpf_sock_addr *ctx) { return check4(ctx, HOOK_SENDMSG4
 
 SEC("cgroup/sendmsg6")
 int guard_sendmsg6(struct bpf_sock_addr *ctx) { return check6(ctx, HOOK_SENDMSG6); }
+
+SEC("cgroup/sock_create")
+int guard_sock_create(struct bpf_sock *sk)
+{
+	if (sk->family != AF_INET && sk->family != AF_INET6)
+		return 1;
+	if (sk->type != SOCK_RAW && sk->protocol != IPPROTO_ICMP && sk->protocol != IPPROTO_ICMPV6)
+		return 1;
+	struct deny_key dk = {};
+	dk.hook = HOOK_SOCK_CREATE;
+	dk.protocol = (__u8)sk->protocol;
+	count_denial(&dk);
+	return 0;
+}

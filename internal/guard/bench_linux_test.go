@@ -28,31 +28,44 @@ func BenchmarkHelperPlain(b *testing.B) {
 func BenchmarkIsolatedSession(b *testing.B) {
 	testenv.RequireRoot(b)
 	home := b.TempDir()
-	o := Options{
-		Mask:   CredentialPaths(home),
-		Egress: &Egress{},
-	}
-	for _, p := range o.Mask {
+	for _, p := range CredentialPaths(home) {
 		os.MkdirAll(p, 0o755)
 	}
-	for i := 0; b.Loop(); i++ {
-		o.ID = fmt.Sprintf("bench-%d-%d", os.Getpid(), i)
-		s, err := Start(context.Background(), o)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd, err := s.Command(context.Background(), "true")
-		if err == nil {
-			err = s.Apply(cmd)
-		}
-		if err == nil {
-			err = cmd.Run()
-		}
-		if cerr := s.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		o    Options
+	}{
+		{"cgroup", Options{}},
+		{"masks", Options{Mask: CredentialPaths(home)}},
+		{"masks+egress", Options{Mask: CredentialPaths(home), Egress: &Egress{}}},
+		{"masks+egress+pidns", Options{Mask: CredentialPaths(home), Egress: &Egress{}, PIDNamespace: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				bc.o.ID = fmt.Sprintf("bench-%d-%d", os.Getpid(), i)
+				if err := isolatedTrue(bc.o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
+}
+
+// isolatedTrue is one whole isolated session around /bin/true.
+func isolatedTrue(o Options) error {
+	s, err := Start(context.Background(), o)
+	if err != nil {
+		return err
+	}
+	cmd, err := s.Command(context.Background(), "true")
+	if err == nil {
+		err = s.Apply(cmd)
+	}
+	if err == nil {
+		err = cmd.Run()
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // hookNames maps the BPF program's HOOK_* codes to the names Denial uses.
-var hookNames = map[uint8]string{1: "connect4", 2: "connect6", 3: "sendmsg4", 4: "sendmsg6"}
+var hookNames = map[uint8]string{1: "connect4", 2: "connect6", 3: "sendmsg4", 4: "sendmsg6", 5: "sock_create"}
 
 // pinRoot holds the pinned links of live and killed sessions, one
 // directory per session ID. It is polygraph's own BPF filesystem
@@ -56,7 +56,7 @@ func isBPFFS(dir string) bool {
 }
 
 // attachEgress loads the programs, fills the allowlist and attaches the
-// four hooks to the cgroup at dir, pinning the links in pinDir unless it
+// five hooks to the cgroup at dir, pinning the links in pinDir unless it
 // is "".
 func attachEgress(dir, pinDir string, allow []Endpoint) (*egress, error) {
 	e := &egress{}
@@ -85,6 +85,7 @@ func attachEgress(dir, pinDir string, allow []Endpoint) (*egress, error) {
 		{"connect6", e.objs.GuardConnect6, ebpf.AttachCGroupInet6Connect},
 		{"sendmsg4", e.objs.GuardSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
 		{"sendmsg6", e.objs.GuardSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{"sock_create", e.objs.GuardSockCreate, ebpf.AttachCGroupInetSockCreate},
 	} {
 		l, err := link.AttachCgroup(link.CgroupOptions{Path: dir, Attach: h.at, Program: h.prog})
 		if err != nil {
@@ -124,15 +125,17 @@ func (e *egress) denials() ([]Denial, error) {
 	)
 	it := e.objs.Denied.Iterate()
 	for it.Next(&k, &v) {
-		addr := netip.AddrFrom16(k.Addr).Unmap()
-		out = append(out, Denial{
-			Dest:     netip.AddrPortFrom(addr, k.Port),
+		d := Denial{
 			Hook:     hookNames[k.Hook],
 			Protocol: int(k.Protocol),
 			Count:    v.Count,
 			PID:      v.Pid,
 			UID:      v.Uid,
-		})
+		}
+		if d.Hook != "sock_create" {
+			d.Dest = netip.AddrPortFrom(netip.AddrFrom16(k.Addr).Unmap(), k.Port)
+		}
+		out = append(out, d)
 	}
 	if err := it.Err(); err != nil {
 		return out, fmt.Errorf("read the denied map: %w", err)

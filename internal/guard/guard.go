@@ -75,7 +75,7 @@ func (e Endpoint) String() string {
 // Denial is one refused destination with how often the tree tried it.
 type Denial struct {
 	Dest     netip.AddrPort
-	Hook     string // connect4, connect6, sendmsg4, sendmsg6
+	Hook     string // connect4, connect6, sendmsg4, sendmsg6; sock_create (ICMP or raw socket, no Dest)
 	Protocol int    // IPPROTO_TCP, IPPROTO_UDP, ...
 	Count    uint64
 	PID      uint32 // the first process refused

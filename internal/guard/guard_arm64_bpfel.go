@@ -40,12 +40,13 @@ type guardDenyVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	guardMapAllow          = "allow"
-	guardMapDenied         = "denied"
-	guardProgGuardConnect4 = "guard_connect4"
-	guardProgGuardConnect6 = "guard_connect6"
-	guardProgGuardSendmsg4 = "guard_sendmsg4"
-	guardProgGuardSendmsg6 = "guard_sendmsg6"
+	guardMapAllow            = "allow"
+	guardMapDenied           = "denied"
+	guardProgGuardConnect4   = "guard_connect4"
+	guardProgGuardConnect6   = "guard_connect6"
+	guardProgGuardSendmsg4   = "guard_sendmsg4"
+	guardProgGuardSendmsg6   = "guard_sendmsg6"
+	guardProgGuardSockCreate = "guard_sock_create"
 )
 
 // loadGuard returns the embedded CollectionSpec for guard.
@@ -90,10 +91,11 @@ type guardSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type guardProgramSpecs struct {
-	GuardConnect4 *ebpf.ProgramSpec `ebpf:"guard_connect4"`
-	GuardConnect6 *ebpf.ProgramSpec `ebpf:"guard_connect6"`
-	GuardSendmsg4 *ebpf.ProgramSpec `ebpf:"guard_sendmsg4"`
-	GuardSendmsg6 *ebpf.ProgramSpec `ebpf:"guard_sendmsg6"`
+	GuardConnect4   *ebpf.ProgramSpec `ebpf:"guard_connect4"`
+	GuardConnect6   *ebpf.ProgramSpec `ebpf:"guard_connect6"`
+	GuardSendmsg4   *ebpf.ProgramSpec `ebpf:"guard_sendmsg4"`
+	GuardSendmsg6   *ebpf.ProgramSpec `ebpf:"guard_sendmsg6"`
+	GuardSockCreate *ebpf.ProgramSpec `ebpf:"guard_sock_create"`
 }
 
 // guardMapSpecs contains maps before they are loaded into the kernel.
@@ -151,10 +153,11 @@ type guardVariables struct {
 //
 // It can be passed to loadGuardObjects or ebpf.CollectionSpec.LoadAndAssign.
 type guardPrograms struct {
-	GuardConnect4 *ebpf.Program `ebpf:"guard_connect4"`
-	GuardConnect6 *ebpf.Program `ebpf:"guard_connect6"`
-	GuardSendmsg4 *ebpf.Program `ebpf:"guard_sendmsg4"`
-	GuardSendmsg6 *ebpf.Program `ebpf:"guard_sendmsg6"`
+	GuardConnect4   *ebpf.Program `ebpf:"guard_connect4"`
+	GuardConnect6   *ebpf.Program `ebpf:"guard_connect6"`
+	GuardSendmsg4   *ebpf.Program `ebpf:"guard_sendmsg4"`
+	GuardSendmsg6   *ebpf.Program `ebpf:"guard_sendmsg6"`
+	GuardSockCreate *ebpf.Program `ebpf:"guard_sock_create"`
 }
 
 func (p *guardPrograms) Close() error {
@@ -163,6 +166,7 @@ func (p *guardPrograms) Close() error {
 		p.GuardConnect6,
 		p.GuardSendmsg4,
 		p.GuardSendmsg6,
+		p.GuardSockCreate,
 	)
 }
 

@@ -252,6 +252,14 @@ func TestEgressAllowlist(t *testing.T) {
 			}
 		})
 	}
+	// ICMP has no port to allow: the tree may not even create the socket,
+	// not even as root.
+	if code, out := run(t, s, 0, nil, self, "__dial", "raw", "-"); code != exitEPERM {
+		t.Errorf("raw ICMP socket inside the tree as root: exited %d, want EPERM: %s", code, out)
+	}
+	if code := dial("raw", "-"); code != 0 {
+		t.Errorf("raw ICMP socket outside the tree: exited %d", code)
+	}
 	// Outside the session the same denied destinations are reachable.
 	for _, d := range []struct{ network, addr string }{{"tcp", addr(tcpNo)}, {"udp", addr(udpNo)}} {
 		if code := dial(d.network, d.addr); code != 0 {
@@ -270,6 +278,9 @@ func TestEgressAllowlist(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("denial %q not recorded (by nobody); have %+v", k, denials)
 		}
+	}
+	if _, ok := seen["sock_create "+netip.AddrPort{}.String()]; !ok {
+		t.Errorf("the raw socket's refusal not recorded; have %+v", denials)
 	}
 	// A destination learned later (a DNS answer) is allowed from then on.
 	if err := s.Allow(Endpoint{Addr: lo, Port: tcpNo}); err != nil {

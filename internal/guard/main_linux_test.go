@@ -67,6 +67,12 @@ func dial(network, addr string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return exitNoUring
 		}
+	case "raw":
+		// A raw ICMP socket (root's CAP_NET_RAW); only its creation counts.
+		var fd int
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP); err == nil {
+			unix.Close(fd)
+		}
 	case "ping":
 		// An unprivileged ICMP echo socket (net.ipv4.ping_group_range).
 		var fd int
