@@ -197,7 +197,14 @@ func removeCgroup(dir string) (int, error) {
 	procs := countProcs(dir)
 	if procs > 0 {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
-			return 0, fmt.Errorf("kill the processes left in %s: %w", dir, err)
+			// cgroup.kill is Linux 5.14+; before it, one by one (a fork
+			// racing this survives, which the EBUSY loop below reports).
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					unix.Kill(pid, unix.SIGKILL)
+				}
+			}
 		}
 	}
 	// rmdir fails with EBUSY until the killed tasks are reaped by the
@@ -315,6 +322,8 @@ func lockSession(id string) (*os.File, error) {
 // tryLock takes the lock of session id without waiting. live reports
 // that another process holds it; f is nil when it could not be opened.
 func tryLock(id string) (f *os.File, live bool) {
+	// O_CLOEXEC matters: a tree that inherited the lock would keep a
+	// killed polygraph's session looking live.
 	f, err := os.OpenFile(filepath.Join(lockDir, id+".lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, false

@@ -117,8 +117,10 @@ func TestMaskHidesCredentials(t *testing.T) {
 	testenv.RequireRoot(t)
 	h := home(t)
 	s := start(t, Options{
-		Mask: append(CredentialPaths(h), filepath.Join(h, ".config")),
-		Keep: []string{filepath.Join(h, ".config/my-agent")},
+		// The agent's own stores: one under a masked directory, one named
+		// in both lists (keep wins), as a profile list may well do.
+		Mask: append(CredentialPaths(h), filepath.Join(h, ".config"), filepath.Join(h, ".my-agent")),
+		Keep: []string{filepath.Join(h, ".config/my-agent"), filepath.Join(h, ".my-agent")},
 	})
 	// Each line: the path, then what reading it gave (or the failure).
 	script := `

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,6 +93,9 @@ func applyMasks(mask, keep []string) error {
 	}
 	defer done()
 	for _, m := range mask {
+		if _, ok := kept[m]; ok || slices.Contains(keep, m) {
+			continue // kept wins over masked
+		}
 		fi, err := os.Stat(m)
 		if err != nil {
 			continue // absent (or under a mask already): nothing to hide
