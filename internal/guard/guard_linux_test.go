@@ -291,6 +291,13 @@ func TestEgressAllowlist(t *testing.T) {
 	if code, out := run(t, s, nobody, nil, self, "__dial", "tcp", addr(tcpNo)); code != 0 {
 		t.Errorf("after Allow, dial exited %d: %s", code, out)
 	}
+	// The evidence outlives the programs.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Denials(); len(after) != len(denials) {
+		t.Errorf("after Close %d denials, before %d", len(after), len(denials))
+	}
 }
 
 // exposedSelf copies the test binary where the unprivileged tree can run

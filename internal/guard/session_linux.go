@@ -9,20 +9,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // Session is one isolated session: its cgroup, its egress programs and
-// the spec its child applies. Close ends it.
+// the spec its child applies. Close ends it. Allow, Denials and Usage may
+// be called from another goroutine than the one that runs the tree.
 type Session struct {
+	mu     sync.Mutex // guards egress and usage against a concurrent Close
 	opts   Options
 	dir    string
 	cgfd   *os.File
 	lock   *os.File
 	egress *egress
 	usage  *Usage
+	denied []Denial // what Close read last
 }
 
 // Start creates the session's cgroup, sets its limits and attaches the
@@ -123,6 +127,8 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 // Allow adds destinations to a running session's allowlist: the caller
 // learns DNS answers as the tree resolves names.
 func (s *Session) Allow(eps ...Endpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.egress == nil {
 		return errors.New("allow: the session has no egress control")
 	}
@@ -134,10 +140,13 @@ func (s *Session) Allow(eps ...Endpoint) error {
 	return nil
 }
 
-// Denials returns the destinations refused so far.
+// Denials returns the destinations refused so far; after Close, those
+// refused during the whole session.
 func (s *Session) Denials() ([]Denial, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.egress == nil {
-		return nil, nil
+		return s.denied, nil
 	}
 	return s.egress.denials()
 }
@@ -145,6 +154,8 @@ func (s *Session) Denials() ([]Denial, error) {
 // Usage reads the session cgroup's accounting now; after Close it
 // returns what Close read last.
 func (s *Session) Usage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.usage != nil {
 		return *s.usage
 	}
@@ -156,6 +167,8 @@ func (s *Session) Usage() Usage {
 // and detaches the programs. Mounts need no removal: the namespace goes
 // away with its last process. Close is idempotent.
 func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
 	if s.dir != "" && s.usage == nil {
 		u := readUsage(s.dir)
@@ -165,7 +178,9 @@ func (s *Session) Close() error {
 		}
 	}
 	if s.egress != nil {
-		errs = append(errs, s.egress.close())
+		var err error
+		s.denied, err = s.egress.denials()
+		errs = append(errs, err, s.egress.close())
 		s.egress = nil
 	}
 	if s.cgfd != nil {
