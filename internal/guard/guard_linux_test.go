@@ -324,3 +324,24 @@ func exposedSelf(t *testing.T) string {
 	}
 	return p
 }
+
+// An unprivileged tree can make itself root of a new user and mount
+// namespace; the masks it inherits are locked there and cannot be
+// unmounted.
+func TestMaskSurvivesUserNamespace(t *testing.T) {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare(1)")
+	}
+	h := home(t)
+	s := start(t, Options{Mask: CredentialPaths(h)})
+	if code, out := run(t, s, nobody, nil, "unshare", "-Urm", "true"); code != 0 {
+		t.Skipf("unprivileged user namespaces unavailable here: %s", out)
+	}
+	aws := filepath.Join(h, ".aws")
+	script := `umount ` + aws + ` 2>/dev/null; umount -l ` + aws + ` 2>/dev/null; cat ` + aws + `/credentials 2>/dev/null; id -u`
+	code, out := run(t, s, nobody, nil, "unshare", "-Urm", "sh", "-c", script)
+	if code != 0 || strings.TrimSpace(out) != "0" {
+		t.Errorf("inside a user namespace of the tree: %d %q, want only uid 0 (the mask held)", code, out)
+	}
+}
