@@ -268,22 +268,8 @@ func TestEgressAllowlist(t *testing.T) {
 			t.Errorf("outside the tree dial %s %s exited %d", d.network, d.addr, code)
 		}
 	}
-	denials, err := s.Denials()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, d := range denials {
-		seen[d.Hook+" "+d.Dest.String()] = d.Count > 0 && d.UID == nobody
-	}
-	for _, k := range []string{"connect4 " + addr(tcpNo), "connect6 " + addr(tcpNo), "sendmsg4 " + addr(udpNo)} {
-		if !seen[k] {
-			t.Errorf("denial %q not recorded (by nobody); have %+v", k, denials)
-		}
-	}
-	if _, ok := seen["sock_create "+netip.AddrPort{}.String()]; !ok {
-		t.Errorf("the raw socket's refusal not recorded; have %+v", denials)
-	}
+	denials := checkDenials(t, s, "connect4 "+addr(tcpNo), "connect6 "+addr(tcpNo), "sendmsg4 "+addr(udpNo),
+		"sock_create "+netip.AddrPort{}.String())
 	// A destination learned later (a DNS answer) is allowed from then on.
 	if err := s.Allow(Endpoint{Addr: lo, Port: tcpNo}); err != nil {
 		t.Fatal(err)
@@ -344,4 +330,24 @@ func TestMaskSurvivesUserNamespace(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "0" {
 		t.Errorf("inside a user namespace of the tree: %d %q, want only uid 0 (the mask held)", code, out)
 	}
+}
+
+// checkDenials asserts that s recorded each "hook dest" in want, refused
+// for nobody, and returns all it recorded.
+func checkDenials(t *testing.T, s *Session, want ...string) []Denial {
+	t.Helper()
+	denials, err := s.Denials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, d := range denials {
+		seen[d.Hook+" "+d.Dest.String()] = d.Count > 0 && (d.UID == nobody || d.Hook == "sock_create")
+	}
+	for _, k := range want {
+		if !seen[k] {
+			t.Errorf("denial %q not recorded; have %+v", k, denials)
+		}
+	}
+	return denials
 }

@@ -82,34 +82,8 @@ func TestCleanupRemovesKilledSession(t *testing.T) {
 	if _, err := cgroup2Root(); err != nil {
 		testenv.Feature(t, "cgroup v2", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	id := sessionID(t)
-	// The owner is a separate process, killed the way polygraph would be,
-	// so the kernel drops its lock and its BPF links.
-	own := exec.Command(self, "__owner", id)
-	own.Stderr = os.Stderr
-	stdout, err := own.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := own.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		own.Process.Kill()
-		own.Wait()
-		t.Fatalf("owner did not start its session: %v", err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(line))
-	own.Process.Signal(syscall.SIGKILL)
-	own.Wait()
-	if syscall.Kill(pid, 0) != nil {
-		t.Fatalf("the session's process %d died with its owner; nothing left to clean", pid)
-	}
+	pid := killedOwner(t, id)
 	// The killed owner's tree stays confined: its links are pinned.
 	root, _ := cgroup2Root()
 	dir := filepath.Join(root, parentName, sessionPrefix+id)
@@ -173,4 +147,39 @@ func attached(t *testing.T, dir string, at ebpf.AttachType) int {
 		t.Fatalf("query %s: %v", dir, err)
 	}
 	return len(r.Programs)
+}
+
+// killedOwner starts session id in a separate owner process, SIGKILLs
+// the owner the way polygraph would be killed (so the kernel drops its
+// lock and its file descriptors) and returns the pid of the process the
+// session left running.
+func killedOwner(t *testing.T, id string) int {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := exec.Command(self, "__owner", id)
+	own.Stderr = os.Stderr
+	stdout, err := own.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		own.Process.Kill()
+		own.Wait()
+		t.Fatalf("owner did not start its session: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	own.Process.Signal(syscall.SIGKILL)
+	own.Wait()
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("the session's process %d died with its owner; nothing left to clean", pid)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
 }
