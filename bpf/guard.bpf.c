@@ -61,6 +61,11 @@ struct bpf_sock_addr {
 	} __attribute__((aligned(8)));
 };
 
+/* The leading fields of include/uapi/linux/bpf.h's __sk_buff. */
+struct __sk_buff {
+	__u32 len;
+};
+
 /* Which hook refused: the Go side names them. */
 enum {
 	HOOK_CONNECT4 = 1,
@@ -117,6 +122,23 @@ struct {
 	__type(key, struct deny_key);
 	__type(value, struct deny_val);
 } denied SEC(".maps");
+
+/*
+ * Allowed host names, keyed by the FNV-1a hash of the lowercased name in
+ * DNS wire format (length-prefixed labels, without the final zero), with
+ * the ports each allows (ports[0] == 0: any port; else up to four, the
+ * rest zero).
+ */
+struct name_val {
+	__u16 ports[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct name_val);
+} names SEC(".maps");
 
 static __always_inline void count_denial(struct deny_key *dk)
 {
@@ -198,4 +220,130 @@ int guard_sock_create(struct bpf_sock *sk)
 	dk.protocol = (__u8)sk->protocol;
 	count_denial(&dk);
 	return 0;
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+#define MAX_NAME 255
+#define MAX_ANSWERS 16
+#define MAX_LABELS 8
+
+/* dns_source checks that skb is UDP from port 53 of an allowed resolver
+ * and returns the DNS message's offset, or 0. */
+static __always_inline __u32 dns_source(struct __sk_buff *skb)
+{
+	struct allow_key src = {};
+	__u8 vb, proto;
+	__u32 off;
+	if (bpf_skb_load_bytes(skb, 0, &vb, 1))
+		return 0;
+	if (vb >> 4 == 4) {
+		off = (vb & 0xf) * 4;
+		if (bpf_skb_load_bytes(skb, 9, &proto, 1) || bpf_skb_load_bytes(skb, 12, &src.addr[12], 4))
+			return 0;
+		src.addr[10] = 0xff;
+		src.addr[11] = 0xff;
+	} else if (vb >> 4 == 6) {
+		off = 40;
+		if (bpf_skb_load_bytes(skb, 6, &proto, 1) || bpf_skb_load_bytes(skb, 8, src.addr, 16))
+			return 0;
+	} else {
+		return 0;
+	}
+	__be16 sport;
+	if (proto != 17 || bpf_skb_load_bytes(skb, off, &sport, 2) || bpf_ntohs(sport) != 53)
+		return 0;
+	src.port = 53;
+	if (!bpf_map_lookup_elem(&allow, &src))
+		return 0; /* not from a resolver the session trusts */
+	return off + 8;
+}
+
+/* allow_answer adds one A or AAAA record's address with the name's ports. */
+static __always_inline void allow_answer(struct allow_key *k, struct name_val *nv)
+{
+	for (int j = 0; j < 4; j++) {
+		if (j > 0 && nv->ports[j] == 0)
+			break;
+		k->port = nv->ports[j];
+		__u8 one = 1;
+		bpf_map_update_elem(&allow, k, &one, BPF_ANY);
+	}
+}
+
+/*
+ * guard_dns reads the DNS answers the tree receives from an allowed
+ * resolver and, for a question naming an allowed host, adds the answer's
+ * addresses to the allowlist before the tree can read the reply: the
+ * connect that follows a lookup never races a userspace update.
+ */
+SEC("cgroup_skb/ingress")
+int guard_dns(struct __sk_buff *skb)
+{
+	__u32 off = dns_source(skb);
+	if (!off)
+		return 1;
+	__u8 hdr[12];
+	if (bpf_skb_load_bytes(skb, off, hdr, 12))
+		return 1;
+	/* A response (QR), no error, exactly one question. */
+	if (!(hdr[2] & 0x80) || (hdr[3] & 0xf) || hdr[4] || hdr[5] != 1)
+		return 1;
+	__u16 ancount = (__u16)hdr[6] << 8 | hdr[7];
+	off += 12;
+
+	__u64 h = FNV_OFFSET;
+	__u32 n = 0;
+	for (; n < MAX_NAME; n++) {
+		__u8 c;
+		if (bpf_skb_load_bytes(skb, off + n, &c, 1))
+			return 1;
+		if (c == 0)
+			break;
+		if (c >= 'A' && c <= 'Z')
+			c += 'a' - 'A';
+		h = (h ^ c) * FNV_PRIME;
+	}
+	if (n == MAX_NAME)
+		return 1;
+	struct name_val *nv = bpf_map_lookup_elem(&names, &h);
+	if (!nv)
+		return 1;
+	off += n + 1 + 4; /* the name's zero, qtype, qclass */
+
+	for (int a = 0; a < MAX_ANSWERS && a < ancount; a++) {
+		/* The owner name: a compression pointer or labels. */
+		for (int l = 0; l < MAX_LABELS; l++) {
+			__u8 c;
+			if (bpf_skb_load_bytes(skb, off, &c, 1))
+				return 1;
+			if ((c & 0xc0) == 0xc0) {
+				off += 2;
+				break;
+			}
+			off += c + 1;
+			if (c == 0)
+				break;
+		}
+		__u8 rr[10]; /* type, class, ttl, rdlength */
+		if (bpf_skb_load_bytes(skb, off, rr, 10))
+			return 1;
+		off += 10;
+		__u16 type = (__u16)rr[0] << 8 | rr[1];
+		__u16 rdlen = (__u16)rr[8] << 8 | rr[9];
+		struct allow_key k = {};
+		if (type == 1 && rdlen == 4) {
+			if (bpf_skb_load_bytes(skb, off, &k.addr[12], 4))
+				return 1;
+			k.addr[10] = 0xff;
+			k.addr[11] = 0xff;
+			allow_answer(&k, nv);
+		} else if (type == 28 && rdlen == 16) {
+			if (bpf_skb_load_bytes(skb, off, k.addr, 16))
+				return 1;
+			allow_answer(&k, nv);
+		}
+		off += rdlen;
+	}
+	return 1;
 }

@@ -56,15 +56,21 @@ func isBPFFS(dir string) bool {
 }
 
 // attachEgress loads the programs, fills the allowlist and attaches the
-// five hooks to the cgroup at dir, pinning the links in pinDir unless it
+// six hooks to the cgroup at dir, pinning the links in pinDir unless it
 // is "".
-func attachEgress(dir, pinDir string, allow []Endpoint) (*egress, error) {
+func attachEgress(dir, pinDir string, eg *Egress) (*egress, error) {
 	e := &egress{}
 	if err := loadGuardObjects(&e.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the egress programs: %w", err)
 	}
-	for _, ep := range allow {
+	for _, ep := range eg.Allow {
 		if err := e.allow(ep); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
+	for _, n := range eg.Names {
+		if err := e.allowName(n); err != nil {
 			e.close()
 			return nil, err
 		}
@@ -86,6 +92,7 @@ func attachEgress(dir, pinDir string, allow []Endpoint) (*egress, error) {
 		{"sendmsg4", e.objs.GuardSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
 		{"sendmsg6", e.objs.GuardSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
 		{"sock_create", e.objs.GuardSockCreate, ebpf.AttachCGroupInetSockCreate},
+		{"dns", e.objs.GuardDns, ebpf.AttachCGroupInetIngress},
 	} {
 		l, err := link.AttachCgroup(link.CgroupOptions{Path: dir, Attach: h.at, Program: h.prog})
 		if err != nil {
@@ -112,6 +119,18 @@ func (e *egress) allow(ep Endpoint) error {
 	k := guardAllowKey{Addr: ep.Addr.As16(), Port: ep.Port}
 	if err := e.objs.Allow.Update(&k, uint8(1), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("allow %s: %w", ep, err)
+	}
+	return nil
+}
+
+func (e *egress) allowName(n Name) error {
+	if n.Host == "" || len(n.Ports) > 4 {
+		return fmt.Errorf("allow name %q: want a host and at most four ports", n.Host)
+	}
+	var v guardNameVal
+	copy(v.Ports[:], n.Ports)
+	if err := e.objs.Names.Update(nameHash(n.Host), &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("allow name %s: %w", n.Host, err)
 	}
 	return nil
 }

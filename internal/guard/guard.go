@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -47,10 +48,44 @@ type Options struct {
 	PidsMax   int64
 }
 
-// Egress is the network allowlist. Host names are the caller's business:
-// resolve them before Start and add later answers with Session.Allow.
+// Egress is the network allowlist: addresses, and host names whose DNS
+// answers become allowed addresses as the tree receives them.
 type Egress struct {
 	Allow []Endpoint
+	// Names are allowed host names. A DNS answer for one of them that
+	// the tree receives over UDP from a resolver in Allow (port 53) adds
+	// its A and AAAA addresses, with the name's ports, to the allowlist
+	// in the kernel before the tree reads the answer, so the connect that
+	// follows a lookup cannot lose a race. Resolving them at Start as
+	// well covers lookups the kernel does not see (DNS over TCP or HTTPS,
+	// a cache outside the tree).
+	Names []Name
+}
+
+// Name is an allowed host name and its ports (none: any port; at most
+// four).
+type Name struct {
+	Host  string
+	Ports []uint16
+}
+
+// nameHash is the key of an allowed name in the BPF names map: FNV-1a
+// over the lowercased name in DNS wire format (length-prefixed labels,
+// without the final zero), as guard_dns computes it from a question.
+func nameHash(host string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	add := func(c byte) { h = (h ^ uint64(c)) * 0x100000001b3 }
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		add(byte(len(label)))
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			add(c)
+		}
+	}
+	return h
 }
 
 // Endpoint is one allowed destination: an address and a port, or any port

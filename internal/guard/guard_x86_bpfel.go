@@ -36,14 +36,21 @@ type guardDenyVal struct {
 	Uid     uint32
 }
 
+type guardNameVal struct {
+	_     structs.HostLayout
+	Ports [4]uint16
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	guardMapAllow            = "allow"
 	guardMapDenied           = "denied"
+	guardMapNames            = "names"
 	guardProgGuardConnect4   = "guard_connect4"
 	guardProgGuardConnect6   = "guard_connect6"
+	guardProgGuardDns        = "guard_dns"
 	guardProgGuardSendmsg4   = "guard_sendmsg4"
 	guardProgGuardSendmsg6   = "guard_sendmsg6"
 	guardProgGuardSockCreate = "guard_sock_create"
@@ -93,6 +100,7 @@ type guardSpecs struct {
 type guardProgramSpecs struct {
 	GuardConnect4   *ebpf.ProgramSpec `ebpf:"guard_connect4"`
 	GuardConnect6   *ebpf.ProgramSpec `ebpf:"guard_connect6"`
+	GuardDns        *ebpf.ProgramSpec `ebpf:"guard_dns"`
 	GuardSendmsg4   *ebpf.ProgramSpec `ebpf:"guard_sendmsg4"`
 	GuardSendmsg6   *ebpf.ProgramSpec `ebpf:"guard_sendmsg6"`
 	GuardSockCreate *ebpf.ProgramSpec `ebpf:"guard_sock_create"`
@@ -104,6 +112,7 @@ type guardProgramSpecs struct {
 type guardMapSpecs struct {
 	Allow  *ebpf.MapSpec `ebpf:"allow"`
 	Denied *ebpf.MapSpec `ebpf:"denied"`
+	Names  *ebpf.MapSpec `ebpf:"names"`
 }
 
 // guardVariableSpecs contains global variables before they are loaded into the kernel.
@@ -134,12 +143,14 @@ func (o *guardObjects) Close() error {
 type guardMaps struct {
 	Allow  *ebpf.Map `ebpf:"allow"`
 	Denied *ebpf.Map `ebpf:"denied"`
+	Names  *ebpf.Map `ebpf:"names"`
 }
 
 func (m *guardMaps) Close() error {
 	return _GuardClose(
 		m.Allow,
 		m.Denied,
+		m.Names,
 	)
 }
 
@@ -155,6 +166,7 @@ type guardVariables struct {
 type guardPrograms struct {
 	GuardConnect4   *ebpf.Program `ebpf:"guard_connect4"`
 	GuardConnect6   *ebpf.Program `ebpf:"guard_connect6"`
+	GuardDns        *ebpf.Program `ebpf:"guard_dns"`
 	GuardSendmsg4   *ebpf.Program `ebpf:"guard_sendmsg4"`
 	GuardSendmsg6   *ebpf.Program `ebpf:"guard_sendmsg6"`
 	GuardSockCreate *ebpf.Program `ebpf:"guard_sock_create"`
@@ -164,6 +176,7 @@ func (p *guardPrograms) Close() error {
 	return _GuardClose(
 		p.GuardConnect4,
 		p.GuardConnect6,
+		p.GuardDns,
 		p.GuardSendmsg4,
 		p.GuardSendmsg6,
 		p.GuardSockCreate,

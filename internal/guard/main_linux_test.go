@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "__dial":
 			os.Exit(dial(os.Args[2], os.Args[3]))
+		case "__lookup_dial":
+			os.Exit(lookupDial(os.Args[2], os.Args[3], os.Args[4]))
 		case "__owner":
 			os.Exit(owner(os.Args[2]))
 		}

@@ -76,7 +76,7 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 		return nil, fmt.Errorf("open session cgroup: %w", err)
 	}
 	if o.Egress != nil {
-		if s.egress, err = attachEgress(s.dir, pinDirFor(o.ID), o.Egress.Allow); err != nil {
+		if s.egress, err = attachEgress(s.dir, pinDirFor(o.ID), o.Egress); err != nil {
 			return nil, err
 		}
 	}
@@ -138,6 +138,17 @@ func (s *Session) Allow(eps ...Endpoint) error {
 		}
 	}
 	return nil
+}
+
+// AllowName adds an allowed host name to a running session (see
+// Egress.Names).
+func (s *Session) AllowName(n Name) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.egress == nil {
+		return errors.New("allow name: the session has no egress control")
+	}
+	return s.egress.allowName(n)
 }
 
 // Denials returns the destinations refused so far; after Close, those
