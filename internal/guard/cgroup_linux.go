@@ -115,55 +115,103 @@ func hasWord(b []byte, w string) bool {
 	return false
 }
 
-// setLimits writes the session's limits; a requested limit whose file is
-// missing is an error.
-func setLimits(dir string, o Options) error {
+// cgroups are one session's cgroup directories: the v2 one, and on a
+// hybrid machine v1 ones for the controllers v2 lacks (by v1 name:
+// memory, pids, blkio).
+type cgroups struct {
+	v2 string
+	v1 map[string]string
+}
+
+// file returns the path of the first that exists of the v2 file and the
+// v1 controller's file, or "".
+func (cg cgroups) file(v2file, v1ctrl, v1file string) string {
+	if p := filepath.Join(cg.v2, v2file); exists(p) {
+		return p
+	}
+	if d, ok := cg.v1[v1ctrl]; ok {
+		if p := filepath.Join(d, v1file); exists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// setLimits writes the session's limits; a requested limit no hierarchy
+// can take is an error.
+func setLimits(cg cgroups, o Options) error {
 	for _, l := range []struct {
-		file string
-		v    int64
-	}{{"memory.max", o.MemoryMax}, {"pids.max", o.PidsMax}} {
+		v2, ctrl, v1 string
+		v            int64
+	}{
+		{"memory.max", "memory", "memory.limit_in_bytes", o.MemoryMax},
+		{"pids.max", "pids", "pids.max", o.PidsMax},
+	} {
 		if l.v == 0 {
 			continue
 		}
-		p := filepath.Join(dir, l.file)
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("limit %s: the controller is not enabled in the cgroup v2 hierarchy (bound to v1?): %w", l.file, err)
+		p := cg.file(l.v2, l.ctrl, l.v1)
+		if p == "" {
+			return fmt.Errorf("limit %s: no cgroup hierarchy here has the %s controller", l.v2, l.ctrl)
 		}
 		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.v, 10)), 0); err != nil {
-			return fmt.Errorf("set %s: %w", l.file, err)
+			return fmt.Errorf("set %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
-// readUsage reads the session cgroup's accounting files.
-func readUsage(dir string) Usage {
+// readUsage reads the session cgroups' accounting files, v2 first.
+func readUsage(cg cgroups) Usage {
 	var u Usage
-	if kv, ok := readKV(dir, "cpu.stat", &u); ok {
+	if kv, ok := readKV(cg.v2, "cpu.stat", &u); ok {
 		u.CPUUser = time.Duration(kv["user_usec"]) * time.Microsecond
 		u.CPUSystem = time.Duration(kv["system_usec"]) * time.Microsecond
 	}
-	u.MemoryPeak = readInt(dir, "memory.peak", &u)
-	u.PidsPeak = readInt(dir, "pids.peak", &u)
-	b, err := os.ReadFile(filepath.Join(dir, "io.stat"))
-	if err != nil {
+	u.MemoryPeak = readInt(cg.file("memory.peak", "memory", "memory.max_usage_in_bytes"), "memory.peak", &u)
+	u.PidsPeak = readInt(cg.file("pids.peak", "pids", "pids.peak"), "pids.peak", &u)
+	p := cg.file("io.stat", "blkio", "blkio.throttle.io_service_bytes_recursive")
+	b, err := os.ReadFile(p)
+	if p == "" || err != nil {
 		u.Missing = append(u.Missing, "io.stat")
 		return u
 	}
-	// io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N ...".
+	u.IORead, u.IOWrite = parseIO(b)
+	return u
+}
+
+// parseIO sums read and written bytes over devices, from v2's io.stat
+// ("MAJ:MIN rbytes=N wbytes=N ...") or v1's io_service_bytes ("MAJ:MIN
+// Read N", "MAJ:MIN Write N", "Total N").
+func parseIO(b []byte) (read, written int64) {
 	for _, line := range strings.Split(string(b), "\n") {
-		for _, f := range strings.Fields(line) {
-			k, v, _ := strings.Cut(f, "=")
+		f := strings.Fields(line)
+		if len(f) == 3 && (f[1] == "Read" || f[1] == "Write") {
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			if f[1] == "Read" {
+				read += n
+			} else {
+				written += n
+			}
+			continue
+		}
+		for _, kv := range f {
+			k, v, _ := strings.Cut(kv, "=")
 			n, _ := strconv.ParseInt(v, 10, 64)
 			switch k {
 			case "rbytes":
-				u.IORead += n
+				read += n
 			case "wbytes":
-				u.IOWrite += n
+				written += n
 			}
 		}
 	}
-	return u
+	return read, written
 }
 
 func readKV(dir, file string, u *Usage) (map[string]int64, bool) {
@@ -181,10 +229,12 @@ func readKV(dir, file string, u *Usage) (map[string]int64, bool) {
 	return kv, true
 }
 
-func readInt(dir, file string, u *Usage) int64 {
-	b, err := os.ReadFile(filepath.Join(dir, file))
-	if err != nil {
-		u.Missing = append(u.Missing, file)
+// readInt reads a one-number file at p, noting name as missing when
+// there is none.
+func readInt(p, name string, u *Usage) int64 {
+	b, err := os.ReadFile(p)
+	if p == "" || err != nil {
+		u.Missing = append(u.Missing, name)
 		return 0
 	}
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
@@ -228,7 +278,8 @@ func countProcs(dir string) int {
 }
 
 // Cleanup removes what sessions killed before their Close left behind:
-// every polygraph-* cgroup under the polygraph parent, killing the
+// every polygraph-* cgroup under the polygraph parent (and its v1
+// cgroups on a hybrid machine), killing the
 // processes still in them (an agent whose guard died is stopped rather
 // than left running), and their pinned BPF links. A live session holds a
 // lock on its lock file; Cleanup leaves those alone, so running it while
@@ -257,6 +308,9 @@ func Cleanup() ([]Leftover, error) {
 				ids[name] = true
 			}
 		}
+	}
+	for _, id := range v1Leftovers() {
+		ids[id] = true
 	}
 	var out []Leftover
 	var errs []error
@@ -287,6 +341,11 @@ func removeSession(parent, id string) ([]Leftover, error) {
 			return out, err
 		}
 		out = append(out, Leftover{Path: dir, Killed: n})
+	}
+	v1, err := removeV1(id)
+	out = append(out, v1...)
+	if err != nil {
+		return out, err
 	}
 	pins := filepath.Join(pinRoot, id)
 	if _, err := os.Stat(pins); err == nil {

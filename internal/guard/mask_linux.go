@@ -25,6 +25,9 @@ type spec struct {
 	UID    *uint32  `json:"uid,omitempty"`
 	GID    uint32   `json:"gid,omitempty"`
 	Groups []uint32 `json:"groups,omitempty"`
+	// Join lists v1 cgroup.procs files to move into first: v1 has no
+	// CLONE_INTO_CGROUP.
+	Join []string `json:"join,omitempty"`
 	// Init: the process is PID 1 of a new PID namespace and stays there
 	// as the tree's init, running the command as its child.
 	Init bool `json:"init,omitempty"`
@@ -44,6 +47,12 @@ func enter() (sp spec, ok bool, err error) {
 	os.Unsetenv(specEnv)
 	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
 		return sp, true, fmt.Errorf("guard spec: %w", err)
+	}
+	for _, p := range sp.Join {
+		// "0" is the writing process, in any PID namespace.
+		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
+			return sp, true, fmt.Errorf("join %s: %w", p, err)
+		}
 	}
 	// Without this the masks would propagate back to the host's
 	// namespace through shared mount peers (systemd makes / shared).

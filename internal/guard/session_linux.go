@@ -22,6 +22,7 @@ type Session struct {
 	mu     sync.Mutex // guards egress and usage against a concurrent Close
 	opts   Options
 	dir    string
+	v1     map[string]string // v1 controller -> its session cgroup
 	cgfd   *os.File
 	lock   *os.File
 	egress *egress
@@ -69,7 +70,10 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create session cgroup: %w", err)
 	}
-	if err := setLimits(s.dir, o); err != nil {
+	if s.v1, err = makeV1(s.dir, o.ID); err != nil {
+		return nil, err
+	}
+	if err := setLimits(s.cgroups(), o); err != nil {
 		return nil, err
 	}
 	if s.cgfd, err = os.OpenFile(s.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
@@ -99,6 +103,9 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 	}
 	a := cmd.SysProcAttr
 	sp := spec{Mask: s.opts.Mask, Keep: s.opts.Keep, Init: s.opts.PIDNamespace}
+	for _, d := range s.v1 {
+		sp.Join = append(sp.Join, filepath.Join(d, "cgroup.procs"))
+	}
 	if c := a.Credential; c != nil {
 		uid := c.Uid
 		sp.UID, sp.GID, sp.Groups = &uid, c.Gid, c.Groups
@@ -170,8 +177,10 @@ func (s *Session) Usage() Usage {
 	if s.usage != nil {
 		return *s.usage
 	}
-	return readUsage(s.dir)
+	return readUsage(s.cgroups())
 }
+
+func (s *Session) cgroups() cgroups { return cgroups{v2: s.dir, v1: s.v1} }
 
 // Close ends the session after its tree has exited: it reads the
 // accounting, kills whatever the tree left running, removes the cgroup
@@ -182,10 +191,15 @@ func (s *Session) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	if s.dir != "" && s.usage == nil {
-		u := readUsage(s.dir)
+		u := readUsage(s.cgroups())
 		s.usage = &u
 		if _, err := removeCgroup(s.dir); err != nil {
 			errs = append(errs, err)
+		}
+		for _, d := range s.v1 {
+			if _, err := removeCgroup(d); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if s.egress != nil {
