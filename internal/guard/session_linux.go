@@ -109,9 +109,8 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 	if c := a.Credential; c != nil {
 		uid := c.Uid
 		sp.UID, sp.GID, sp.Groups = &uid, c.Gid, c.Groups
-		if c.NoSetGroups {
-			sp.Groups = nil
-		}
+		// NoSetGroups is not honoured: keeping the groups would keep
+		// root's, so the tree gets exactly c.Groups (none if empty).
 		a.Credential = nil
 	}
 	b, err := json.Marshal(sp)
@@ -131,8 +130,10 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 	return nil
 }
 
-// Allow adds destinations to a running session's allowlist: the caller
-// learns DNS answers as the tree resolves names.
+// Allow adds destinations to a running session's allowlist, for
+// addresses learned outside the kernel's own reading of DNS answers
+// (Egress.Names): a lookup over TCP or HTTPS the recorder saw, a name
+// re-resolved by the caller.
 func (s *Session) Allow(eps ...Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
