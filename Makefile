@@ -36,8 +36,8 @@ bench:
 
 # Rebuild bpf/*.c into the committed objects (needs clang, llvm, libbpf-dev).
 generate:
-	$(GO) generate ./internal/sensor
+	$(GO) generate ./internal/sensor ./internal/guard
 
 # CI: regenerating must change nothing.
 check-generate: generate
-	git diff --exit-code -- internal/sensor/ || { echo "generated BPF objects are stale: run 'make generate' and commit"; exit 1; }
+	git diff --exit-code -- internal/sensor/ internal/guard/ || { echo "generated BPF objects are stale: run 'make generate' and commit"; exit 1; }
