@@ -44,6 +44,9 @@ type Profile struct {
 	// the agent when argv[0] says nothing (/proc/self/exe, node, a
 	// versioned native binary).
 	Installs []string
+	// Modules are the Python modules that run the agent as `python -m
+	// <module>`, which is how a command line names it when no program does.
+	Modules []string
 	// Wrappers are the shapes of the commands the agent's runtime runs
 	// around or beside a tool call's command.
 	Wrappers []Wrapper
@@ -326,6 +329,60 @@ type Location struct {
 	// Globs are patterns (filepath.Match) of paths below a root; one
 	// starting with "**/" matches the base name of a file at any depth.
 	Globs []string
+	// OutputFlags are the options of the agent's command line that name
+	// the file it writes this transcript to instead ("-o FILE",
+	// "--output FILE", "--output=FILE"), relative to its working
+	// directory. Discovery looks there too when the traced command runs
+	// the agent (Profile.Runs).
+	OutputFlags []string
+	// AnyCwd says these transcripts record no working directory unless
+	// the agent is configured to: one that records none matches a session
+	// in any directory, and its time alone decides.
+	AnyCwd bool
+}
+
+// Runs reports whether the command line argv runs the agent: one of its
+// words is one of p's Programs (by base name) or contains one of its
+// Installs, or it names one of its Modules after -m.
+func (p *Profile) Runs(argv []string) bool {
+	for i, a := range argv {
+		if slices.Contains(p.Programs, filepath.Base(a)) ||
+			i > 0 && argv[i-1] == "-m" && slices.Contains(p.Modules, a) {
+			return true
+		}
+		for _, in := range p.Installs {
+			if strings.Contains(a, in) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Outputs returns the files argv names with l's OutputFlags, relative
+// paths joined to cwd (when it is set).
+func (l Location) Outputs(argv []string, cwd string) []string {
+	var out []string
+	for i, a := range argv {
+		var p string
+		for _, f := range l.OutputFlags {
+			if a == f && i+1 < len(argv) {
+				p = argv[i+1]
+			} else if v, ok := strings.CutPrefix(a, f+"="); ok && strings.HasPrefix(f, "--") {
+				p = v
+			}
+		}
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) && cwd != "" {
+			p = filepath.Join(cwd, p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Dirs returns l's roots for home, with getenv resolving "$VAR" (nil:

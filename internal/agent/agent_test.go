@@ -11,8 +11,8 @@ import (
 // that the packages reading it need, and that the generic profile says
 // what it stands for.
 func TestProfilesComplete(t *testing.T) {
-	if len(All()) < 4 {
-		t.Fatalf("%d profiles, want Claude Code, Codex, Gemini CLI and the generic one", len(All()))
+	if len(All()) < 5 {
+		t.Fatalf("%d profiles, want Claude Code, Codex, Gemini CLI, mini-swe-agent and the generic one", len(All()))
 	}
 	names, formats := map[string]bool{}, map[string]string{}
 	for _, p := range All() {
@@ -51,13 +51,19 @@ func TestProfilesComplete(t *testing.T) {
 			if p.Generic {
 				return
 			}
-			if len(p.Installs) == 0 || len(p.Wrappers) == 0 || len(p.Transcripts) == 0 || len(p.ConfigDirs) == 0 ||
-				len(p.Tokens) == 0 || len(p.InstructionFiles) == 0 || len(p.Credentials) == 0 ||
-				len(p.SandboxSettings) == 0 || len(p.EndpointVars) == 0 {
+			if len(p.Installs) == 0 || len(p.Transcripts) == 0 || len(p.Tokens) == 0 || len(p.Credentials) == 0 {
 				t.Errorf("incomplete profile: %+v", p)
 			}
-			if !slices.ContainsFunc(p.Hosts, func(h Host) bool { return h.Role == ModelAPI && h.Egress }) {
-				t.Errorf("no model API host in the egress allowlist")
+			has := map[string]bool{
+				"Wrappers": len(p.Wrappers) > 0, "ConfigDirs": len(p.ConfigDirs) > 0,
+				"InstructionFiles": len(p.InstructionFiles) > 0, "SandboxSettings": len(p.SandboxSettings) > 0,
+				"EndpointVars": len(p.EndpointVars) > 0,
+				"Hosts":        slices.ContainsFunc(p.Hosts, func(h Host) bool { return h.Role == ModelAPI && h.Egress }),
+			}
+			for part, ok := range has {
+				if lacks := slices.Contains(lacking[p.Name], part); ok == lacks {
+					t.Errorf("%s: has it %v, but lacking says %v", part, ok, lacks)
+				}
 			}
 			for _, d := range p.ConfigDirs {
 				if !HasToken(d) {
@@ -66,6 +72,15 @@ func TestProfilesComplete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lacking lists, by agent, the parts of a profile it has none of (Hosts:
+// no model API host in the egress allowlist); every other named agent has
+// them all.
+var lacking = map[string][]string{
+	// It runs its actions with subprocess, reads no project files, has no
+	// sandbox and talks to whatever model API litellm is configured for.
+	"mini-swe-agent": {"Wrappers", "ConfigDirs", "InstructionFiles", "SandboxSettings", "EndpointVars", "Hosts"},
 }
 
 // nameOf is p's name, "" for no profile.
@@ -258,6 +273,36 @@ func TestLocationDirs(t *testing.T) {
 	env["CODEX_HOME"] = "/home/u/.codex"
 	if got := l.Dirs("/home/u", getenv); !slices.Equal(got, []string{"/home/u/.codex/sessions"}) {
 		t.Errorf("Dirs with CODEX_HOME at its default = %q", got)
+	}
+}
+
+// TestRunsAndOutputs: a command line runs mini-swe-agent by its program,
+// its module or its package, and names its trajectory with -o/--output.
+func TestRunsAndOutputs(t *testing.T) {
+	mini, ok := ByName("mini-swe-agent")
+	if !ok {
+		t.Fatal("no mini-swe-agent profile")
+	}
+	loc := mini.Transcripts[0]
+	cases := []struct {
+		argv    []string
+		runs    bool
+		outputs []string
+	}{
+		{[]string{"/usr/bin/python3", "-m", "minisweagent.run.mini", "-o", "t.json", "--task", "x"}, true, []string{"/p/t.json"}},
+		{[]string{"/venv/bin/mini", "--output=/tmp/t.json", "-o", "/tmp/t.json"}, true, []string{"/tmp/t.json"}},
+		{[]string{"python3", "/venv/lib/python3.11/site-packages/minisweagent/run/mini.py", "--output", "a/t.json"}, true, []string{"/p/a/t.json"}},
+		{[]string{"/usr/bin/python3", "minisweagent.run.mini"}, false, nil},
+		{[]string{"cp", "-o", "t.json", "-output=x"}, false, []string{"/p/t.json"}},
+		{[]string{"mini", "-o"}, true, nil},
+	}
+	for _, c := range cases {
+		if got := mini.Runs(c.argv); got != c.runs {
+			t.Errorf("Runs(%q) = %v", c.argv, got)
+		}
+		if got := loc.Outputs(c.argv, "/p"); !slices.Equal(got, c.outputs) {
+			t.Errorf("Outputs(%q) = %q, want %q", c.argv, got, c.outputs)
+		}
 	}
 }
 

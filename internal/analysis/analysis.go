@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tr, err := findTranscript(o.Transcript, rec.meta)
+	tr, err := findTranscript(ctx, o.Transcript, rec.meta)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 
 // findTranscript returns the transcript the option names: none, the one
 // the session's agent wrote (auto), or the file at a path.
-func findTranscript(opt string, meta *session.Meta) (*transcript.Transcript, error) {
+func findTranscript(ctx context.Context, opt string, meta *session.Meta) (*transcript.Transcript, error) {
 	switch opt {
 	case TranscriptNone:
 		return nil, nil
@@ -179,7 +179,7 @@ func findTranscript(opt string, meta *session.Meta) (*transcript.Transcript, err
 		if meta == nil {
 			return nil, nil
 		}
-		return discover(meta), nil
+		return discover(ctx, meta), nil
 	}
 	return transcript.ParseFile(opt, transcript.Options{})
 }

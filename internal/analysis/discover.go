@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 
@@ -8,10 +9,11 @@ import (
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
-// discover finds the transcript the session's agent wrote: the main
+// discover finds the transcript the session's agent wrote (where its
+// profile says, or where the traced command told it to): the main
 // (non-subagent) file with the most overlap, parsed with its subagents.
-func discover(meta *session.Meta) *transcript.Transcript {
-	found, err := transcript.Discover(meta.Home, meta.Cwd, meta.StartedAt, meta.EndedAt)
+func discover(ctx context.Context, meta *session.Meta) *transcript.Transcript {
+	found, err := transcript.DiscoverCommand(ctx, meta.Command, meta.Home, meta.Cwd, meta.StartedAt, meta.EndedAt)
 	if err != nil {
 		slog.Debug("transcript discovery failed", "error", err)
 		return nil

@@ -8,6 +8,8 @@ import (
 // The built-in agent lists as they stood before they were drawn from the
 // agent profiles (internal/agent): the profiles must give exactly these,
 // in this order, so that no default allows or flags anything it did not.
+// Since then an agent profile has been added, mini-swe-agent's, with its
+// entries marked so.
 
 var wasModelAPIs = []string{
 	// Anthropic (Claude Code)
@@ -34,6 +36,7 @@ var wasAgentConfigPaths = []PathRule{
 	{Path: "~/.gemini/google_accounts.json", Clients: []string{"gemini"}},
 	{Path: "~/.gemini/.env", Clients: []string{"gemini"}},
 	{Path: "~/.gemini/**", Clients: []string{"gemini"}, Severity: "medium"},
+	{Path: "~/.config/mini-swe-agent/.env", Clients: []string{"mini"}}, // mini-swe-agent's profile
 	{Path: "~/.config/github-copilot/**", Clients: []string{"copilot", "code", "node"}},
 	{Path: "~/.local/share/opencode/auth.json", Clients: []string{"opencode"}},
 	{Path: "~/.config/opencode/**", Clients: []string{"opencode"}, Severity: "medium"},
@@ -57,7 +60,7 @@ var wasTamperPaths = []PathRule{
 	{Path: ".gemini/.env", Clients: []string{"gemini"}, Severity: "medium"},
 }
 
-var wasAgentPrograms = []string{"claude", "codex", "gemini", "opencode", "aider", "cursor-agent", "copilot", "goose", "amp"}
+var wasAgentPrograms = []string{"claude", "codex", "gemini", "mini" /* mini-swe-agent's profile */, "opencode", "aider", "cursor-agent", "copilot", "goose", "amp"}
 
 var wasEndpointVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",
 	"OPENAI_BASE_URL", "OPENAI_API_BASE", "GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"}

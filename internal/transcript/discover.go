@@ -39,9 +39,11 @@ const discoverSlack = 2 * time.Minute
 // cwd between from and to, where their profiles (agent.Profile.Transcripts)
 // say they write them: Claude Code's ~/.claude/projects/*/ (with subagent
 // files), Codex's $CODEX_HOME or ~/.codex/sessions/YYYY/MM/DD/, Gemini
-// CLI's ~/.gemini/tmp/*/chats/. A file matches when its recorded
-// working directory is cwd or below it (Gemini: its project directory is
-// cwd's) and its first-to-last timestamps overlap [from, to]. A zero from or
+// CLI's ~/.gemini/tmp/*/chats/, mini-swe-agent's
+// ~/.config/mini-swe-agent/last_mini_run.traj.json. A file matches when its
+// recorded working directory is cwd or below it (Gemini: its project
+// directory is cwd's; a location's AnyCwd: one that records none matches
+// any) and its first-to-last timestamps overlap [from, to]. A zero from or
 // to leaves that side open; an empty cwd matches any. Only regular files
 // are read: a FIFO or device where a transcript would be is passed over.
 func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
@@ -53,19 +55,37 @@ func DiscoverContext(ctx context.Context, home, cwd string, from, to time.Time) 
 	if home == "" {
 		return nil, errors.New("discover transcripts: no home directory")
 	}
-	cwd = cleanDir(cwd)
-	var cands []string
+	var cands []candidate
 	for _, prof := range agent.All() {
 		for _, loc := range prof.Transcripts {
-			cands = append(cands, locate(home, loc)...)
+			for _, p := range locate(home, loc) {
+				cands = append(cands, candidate{path: p, anyCwd: loc.AnyCwd})
+			}
 		}
 	}
+	return discoverFiles(ctx, cands, cleanDir(cwd), from, to)
+}
 
+// candidate is a file discovery looks at; anyCwd is its location's AnyCwd.
+type candidate struct {
+	path   string
+	anyCwd bool
+}
+
+// discoverFiles keeps those of cands that are transcripts written in the
+// window for cwd, by first time.
+func discoverFiles(ctx context.Context, cands []candidate, cwd string, from, to time.Time) ([]Found, error) {
 	var out []Found
-	for _, p := range uniqueStrings(cands...) {
+	seen := map[string]bool{}
+	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("discover transcripts: %w", err)
 		}
+		p := c.path
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
 		st, err := os.Stat(p)
 		if err != nil {
 			continue
@@ -87,13 +107,48 @@ func DiscoverContext(ctx context.Context, home, cwd string, from, to time.Time) 
 		if f.FirstAt.IsZero() {
 			f.FirstAt = f.LastAt
 		}
-		if !overlaps(f.FirstAt, f.LastAt, from, to) || !matchesCwd(f, p, cwd) {
+		if !overlaps(f.FirstAt, f.LastAt, from, to) || !matchesCwd(f, p, cwd, c.anyCwd) {
 			continue
 		}
 		out = append(out, f)
 	}
 	slices.SortStableFunc(out, func(a, b Found) int { return a.FirstAt.Compare(b.FirstAt) })
 	return out, nil
+}
+
+// DiscoverCommand is DiscoverContext plus the transcripts the traced
+// command line names itself: the files named by the OutputFlags of the
+// transcript locations of the agents argv runs (mini-swe-agent's
+// -o/--output FILE), relative to cwd. The command named them, so their
+// working directory is not asked.
+func DiscoverCommand(ctx context.Context, argv []string, home, cwd string, from, to time.Time) ([]Found, error) {
+	found, err := DiscoverContext(ctx, home, cwd, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var named []candidate
+	for _, prof := range agent.All() {
+		if !prof.Runs(argv) {
+			continue
+		}
+		for _, loc := range prof.Transcripts {
+			for _, p := range loc.Outputs(argv, cwd) {
+				if !slices.ContainsFunc(found, func(f Found) bool { return f.Path == p }) {
+					named = append(named, candidate{path: p, anyCwd: true})
+				}
+			}
+		}
+	}
+	if len(named) == 0 {
+		return found, nil
+	}
+	more, err := discoverFiles(ctx, named, "", from, to)
+	if err != nil {
+		return nil, err
+	}
+	found = append(found, more...)
+	slices.SortStableFunc(found, func(a, b Found) int { return a.FirstAt.Compare(b.FirstAt) })
+	return found, nil
 }
 
 // locate returns the files below loc's roots that its globs match.
@@ -137,8 +192,8 @@ func overlaps(first, last, from, to time.Time) bool {
 	return true
 }
 
-func matchesCwd(f Found, path, cwd string) bool {
-	if cwd == "" {
+func matchesCwd(f Found, path, cwd string, anyCwd bool) bool {
+	if cwd == "" || anyCwd && f.Cwd == "" {
 		return true
 	}
 	switch f.Agent {
@@ -189,6 +244,16 @@ func summarize(path string) (Found, error) {
 	case FormatGeminiJSON, FormatGeminiJSONL:
 		f.SessionID = firstField(head, "sessionId")
 		f.Subagent = !strings.HasPrefix(filepath.Base(path), "session-")
+	case FormatMini:
+		f.Cwd = firstField(head, "cwd")
+		f.FirstAt = miniTime(firstTimestamp(head))
+		if tail, err := readTail(path, 256<<10); err == nil {
+			f.LastAt = miniTime(lastTimestamp(tail))
+		}
+		if f.LastAt.Before(f.FirstAt) {
+			f.LastAt = f.FirstAt
+		}
+		return f, nil
 	}
 	f.FirstAt = parseTime(firstNonEmpty(firstField(head, "startTime"), firstField(head, "timestamp")))
 	tail, err := readTail(path, 256<<10)
@@ -234,6 +299,33 @@ func lastField(data []byte, name string) string {
 		return ""
 	}
 	return unquote(all[len(all)-1][1])
+}
+
+var reNumTimestamp = regexp.MustCompile(`"timestamp"\s*:\s*([0-9]+(?:\.[0-9]+)?)`)
+
+// firstTimestamp and lastTimestamp find mini-swe-agent's numeric
+// "timestamp" fields (Unix seconds) in raw JSON text.
+func firstTimestamp(data []byte) *float64 {
+	if m := reNumTimestamp.FindSubmatch(data); m != nil {
+		return parseFloat(m[1])
+	}
+	return nil
+}
+
+func lastTimestamp(data []byte) *float64 {
+	all := reNumTimestamp.FindAllSubmatch(data, -1)
+	if len(all) == 0 {
+		return nil
+	}
+	return parseFloat(all[len(all)-1][1])
+}
+
+func parseFloat(b []byte) *float64 {
+	var v float64
+	if json.Unmarshal(b, &v) != nil {
+		return nil
+	}
+	return &v
 }
 
 func fieldRE(name string) *regexp.Regexp {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 )
 
 // Entry is one item from Reader.Next: exactly one of ToolCall and Claim is set.
@@ -98,6 +99,8 @@ func newReader(r io.Reader, source string, opts Options, keep bool) (*Reader, er
 		rd.dp = &geminiLogsParser{}
 	case FormatOTel:
 		rd.dp = &otelParser{}
+	case FormatMini:
+		rd.dp = &miniParser{}
 	default:
 		return nil, fmt.Errorf("%s: %w: %q", source, ErrUnknownFormat, format)
 	}
@@ -289,18 +292,23 @@ func ParseContext(ctx context.Context, r io.Reader, name string, opts Options) (
 // Only a regular file is read (ErrNotRegular otherwise), so a FIFO in its
 // place cannot block; a subagent file that is not one is skipped with a
 // warning.
+//
+// A whole-document transcript the agent was rewriting while it was read
+// (mini-swe-agent's) is read again a few times; if it stays incomplete the
+// result carries a warning saying so.
 func ParseFile(path string, opts Options) (*Transcript, error) {
 	return ParseFileContext(context.Background(), path, opts)
 }
 
 // ParseFileContext is ParseFile, stopping with ctx's error once ctx is done.
 func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcript, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
+	t, err := parsePath(ctx, path, opts)
+	for try := 0; err == nil && t.incomplete && try < rereads && ctx.Err() == nil; try++ {
+		time.Sleep(rereadWait)
+		if again, err2 := parsePath(ctx, path, opts); err2 == nil && (!again.incomplete || len(again.ToolCalls) >= len(t.ToolCalls)) {
+			t = again
+		}
 	}
-	defer f.Close()
-	t, err := ParseContext(ctx, f, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -319,4 +327,20 @@ func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcri
 		}
 	}
 	return t, nil
+}
+
+// How often, and how far apart, ParseFile reads an incomplete document again.
+const (
+	rereads    = 3
+	rereadWait = 50 * time.Millisecond
+)
+
+// parsePath parses the regular file at path once.
+func parsePath(ctx context.Context, path string, opts Options) (*Transcript, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
+	}
+	defer f.Close()
+	return ParseContext(ctx, f, path, opts)
 }

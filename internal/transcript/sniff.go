@@ -41,6 +41,8 @@ func Sniff(prefix []byte) Format {
 		return FormatOTel
 	case doc.has("messages") && (doc.has("sessionId") || doc.has("projectHash")):
 		return FormatGeminiJSON
+	case sniffMini(doc, trimmed):
+		return FormatMini
 	}
 	// Otherwise one record per line: the format most of the first records
 	// that say what they are belong to (the earliest on a tie), so one

@@ -5,8 +5,9 @@
 // One parser per format, chosen by sniffing the content, never the file name:
 // Claude Code session JSONL, `claude -p --output-format stream-json`, Codex
 // CLI rollout JSONL, Gemini CLI session files (whole JSON and append-only
-// JSONL), OpenTelemetry GenAI spans as OTLP JSON, and polygraph's own plain
-// JSONL (docs/transcript-jsonl.md). Input is streamed line by line, so memory
+// JSONL), mini-swe-agent trajectories (one JSON document), OpenTelemetry
+// GenAI spans as OTLP JSON, and polygraph's own plain JSONL
+// (docs/transcript-jsonl.md). Input is streamed line by line, so memory
 // follows the number of tool calls, not the size of the file; a line that
 // does not parse becomes one Warning naming file:line and the rest still
 // counts. No call is dropped without a warning: a record of another format
@@ -38,10 +39,11 @@ const (
 	FormatGeminiLogs   Format = "gemini-logs"        // ~/.gemini/tmp/<project>/logs.json (user prompts only)
 	FormatOTel         Format = "otel"               // OTLP JSON with GenAI execute_tool spans
 	FormatJSONL        Format = "jsonl"              // polygraph's plain JSONL, docs/transcript-jsonl.md
+	FormatMini         Format = "mini-swe-agent"     // ~/.config/mini-swe-agent/last_mini_run.traj.json (whole document, rewritten per step)
 )
 
 // Formats lists every format in the order the sniffer tries them.
-var Formats = []Format{FormatClaudeCode, FormatClaudeStream, FormatCodex, FormatGeminiJSON, FormatGeminiJSONL, FormatGeminiLogs, FormatOTel, FormatJSONL}
+var Formats = []Format{FormatClaudeCode, FormatClaudeStream, FormatCodex, FormatGeminiJSON, FormatGeminiJSONL, FormatGeminiLogs, FormatOTel, FormatJSONL, FormatMini}
 
 // Kind is what a tool call does, as far as the kernel is concerned.
 type Kind string
@@ -86,6 +88,11 @@ type ToolCall struct {
 	Rewound    bool   `json:"rewound,omitempty"`    // Gemini: its message was rewound or dropped from the history; it still ran
 	SessionID  string `json:"session_id,omitempty"`
 	Source     string `json:"source,omitempty"` // file:line of the record that introduced the call
+	// NotExecuted: the agent's framework logs the call as never run
+	// (mini-swe-agent's "action was not executed"). Unlike Rejected it is
+	// the framework's word only: mini's submitting command does run, so
+	// correlation still looks for its process.
+	NotExecuted bool `json:"not_executed,omitempty"`
 }
 
 // Claim is a statement in the assistant's own text that polygraph can check
@@ -134,7 +141,15 @@ type Transcript struct {
 	Usage       Usage       `json:"usage"`
 	Compactions int         `json:"compactions,omitempty"` // context compactions the agent recorded
 	Subagents   []string    `json:"subagents,omitempty"`   // linked subagent files read beside Path
-	Warnings    []Warning   `json:"warnings,omitempty"`
+	// ExitStatus and Submission are how the agent's framework says the run
+	// ended (mini-swe-agent: "Submitted" and the final output), where recorded.
+	ExitStatus string    `json:"exit_status,omitempty"`
+	Submission string    `json:"submission,omitempty"`
+	Warnings   []Warning `json:"warnings,omitempty"`
+
+	// incomplete: a whole-document transcript ended early (the agent was
+	// rewriting it); a warning says so, and ParseFile reads it again.
+	incomplete bool
 
 	claude *claudeLinks // for attaching Claude Code subagent files
 	gemini *geminiLinks // for attaching Gemini CLI subagent files
