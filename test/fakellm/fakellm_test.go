@@ -216,3 +216,76 @@ func TestPastTheScript(t *testing.T) {
 		t.Errorf("patchUpdate: %q", got)
 	}
 }
+
+// TestChat plays the scenario in the Chat Completions dialect mini-swe-agent
+// speaks: the turn follows the assistant messages in the conversation, each
+// call is one bash command, and a turn without calls submits.
+func TestChat(t *testing.T) {
+	s := start(t)
+	tools := `"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]`
+	asst := `{"role":"assistant","content":"x","tool_calls":[{"id":"call_fake0000","type":"function","function":{"name":"bash","arguments":"{}"}}]}`
+	tool := `{"role":"tool","tool_call_id":"call_fake0000","content":"out"}`
+	convo := func(n int) string {
+		msgs := []string{`{"role":"system","content":"s"}`, `{"role":"user","content":"task"}`}
+		for range n {
+			msgs = append(msgs, asst, tool)
+		}
+		return `{"model":"fake-model",` + tools + `,"messages":[` + strings.Join(msgs, ",") + `]}`
+	}
+	cases := []struct {
+		turns    int
+		text     string
+		commands []string
+	}{
+		{0, "Running.", []string{"echo hi > marker.txt"}},
+		{1, "", []string{`printf '%s' 'one` + "\n" + `two` + "\n" + `' > 'a.txt'`, "cat 'b.txt'"}},
+		{2, "", []string{`python3 -c 'import sys; p, o, n = sys.argv[1:]; s = open(p).read(); open(p, "w").write(s.replace(o, n, 1))' 'a.txt' 'one' 'uno'`}},
+		{3, "All good.", []string{SubmitCommand}},
+		{7, "Done.", []string{SubmitCommand}},
+	}
+	for _, c := range cases {
+		_, data := post(t, s, "/v1/chat/completions", convo(c.turns))
+		var resp struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+				Message      struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		b, _ := json.Marshal(data[0])
+		if err := json.Unmarshal(b, &resp); err != nil || len(resp.Choices) != 1 {
+			t.Fatalf("turn %d: %v %s", c.turns, err, b)
+		}
+		m := resp.Choices[0].Message
+		if m.Content != c.text || resp.Choices[0].FinishReason != "tool_calls" || len(m.ToolCalls) != len(c.commands) {
+			t.Errorf("turn %d: %s", c.turns, b)
+			continue
+		}
+		for i, tc := range m.ToolCalls {
+			var args struct{ Command string }
+			_ = json.Unmarshal([]byte(tc.Function.Arguments), &args)
+			if tc.Function.Name != "bash" || args.Command != c.commands[i] || tc.ID != CallID(APIChat, c.turns, i) {
+				t.Errorf("turn %d call %d: %s %s %q, want bash %q", c.turns, i, tc.ID, tc.Function.Name, args.Command, c.commands[i])
+			}
+		}
+	}
+	reqs := s.Requests()
+	if len(reqs) != len(cases) || reqs[0].API != APIChat || reqs[1].Turn != 1 {
+		t.Errorf("request log: %+v", reqs)
+	}
+	if res := reqs[2].ToolResults(); len(res) != 2 || res[0].ID != "call_fake0000" || res[0].Output != "out" {
+		t.Errorf("tool results %+v", res)
+	}
+	_, data := post(t, s, "/v1/chat/completions", `{"messages":[{"role":"user","content":"title?"}]}`)
+	if b, _ := json.Marshal(data[0]); !strings.Contains(string(b), `"content":"OK"`) {
+		t.Errorf("side request: %s", b)
+	}
+}

@@ -18,7 +18,7 @@ type ToolResult struct {
 
 // ToolResults lists the tool results in the conversation r carries, oldest
 // first: Anthropic tool_result blocks, OpenAI *_call_output items, Gemini
-// functionResponse parts.
+// functionResponse parts, Chat Completions tool messages.
 func (r Request) ToolResults() []ToolResult {
 	var out []ToolResult
 	switch r.API {
@@ -56,6 +56,20 @@ func (r Request) ToolResults() []ToolResult {
 		for _, it := range req.Input {
 			if strings.HasSuffix(it.Type, "_output") {
 				out = append(out, ToolResult{ID: it.CallID, Output: text(it.Output)})
+			}
+		}
+	case APIChat:
+		var req struct {
+			Messages []struct {
+				Role       string          `json:"role"`
+				ToolCallID string          `json:"tool_call_id"`
+				Content    json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(r.Body, &req)
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				out = append(out, ToolResult{ID: m.ToolCallID, Output: text(m.Content)})
 			}
 		}
 	case APIGemini:
@@ -104,12 +118,13 @@ func text(raw json.RawMessage) string {
 }
 
 // CallID is the id the server gives call i of turn n: Claude's tool_use id
-// and Codex's call_id, which come back with the results.
+// Codex's call_id and the Chat Completions tool call id, which come back
+// with the results.
 func CallID(api API, turn, i int) string {
 	switch api {
 	case APIAnthropic:
 		return "toolu_fake" + twoDigits(turn) + twoDigits(i)
-	case APIOpenAI:
+	case APIOpenAI, APIChat:
 		return "call_fake" + twoDigits(turn) + twoDigits(i)
 	}
 	return ""

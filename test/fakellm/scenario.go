@@ -1,12 +1,15 @@
 // Package fakellm is a scripted model server for end-to-end tests: it speaks
 // the streaming wire protocols of the Anthropic Messages API (Claude Code),
-// the OpenAI Responses API (Codex CLI) and the Gemini API (Gemini CLI) on a
-// loopback port, and answers each request with the next turn of a Scenario.
+// the OpenAI Responses API (Codex CLI) and the Gemini API (Gemini CLI), and
+// plain-JSON OpenAI Chat Completions with function tools (mini-swe-agent),
+// on a loopback port, and answers each request with the next turn of a
+// Scenario.
 //
 // A Scenario is written once, agent-neutrally (Shell, WriteFile, ReadFile,
 // EditFile); the server maps each call onto the tool names and argument shapes
 // the requesting agent offered in the request's tool list, so the same
-// scenario drives all three CLIs.
+// scenario drives every agent. A bash-only agent (mini-swe-agent) gets each
+// call as one shell command, and a turn without calls as its submit command.
 //
 // The reply is decided from the request, never from a counter: the server
 // counts the assistant turns already in the conversation and answers with the

@@ -23,6 +23,7 @@ const (
 	APIAnthropic API = "anthropic" // POST /v1/messages (Claude Code)
 	APIOpenAI    API = "openai"    // POST /v1/responses (Codex CLI)
 	APIGemini    API = "gemini"    // POST /v1beta/models/M:streamGenerateContent (Gemini CLI)
+	APIChat      API = "chat"      // POST /v1/chat/completions, function tools, plain JSON (mini-swe-agent)
 )
 
 // Request is one logged request and how the server answered it.
@@ -133,7 +134,7 @@ func (s *Server) WriteLog(w io.Writer) error {
 	return nil
 }
 
-// ServeHTTP routes by path: the model endpoints of the three APIs, token
+// ServeHTTP routes by path: the model endpoints of the four APIs, token
 // counting, model listings; anything else is logged and answered 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := Request{
@@ -166,6 +167,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages"):
 		rec.API = APIAnthropic
 		rec.Turn = s.anthropic(sw, body)
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/chat/completions"):
+		rec.API = APIChat
+		rec.Turn = s.chat(sw, body)
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/responses"):
 		rec.API = APIOpenAI
 		rec.Turn = s.openai(sw, body)
