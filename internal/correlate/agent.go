@@ -285,8 +285,8 @@ func (v *env) classify(path string, write bool) string {
 			return "shell-config"
 		case rel[0] == ".config" && len(rel) > 1 && rel[1] == "git" && !write:
 			return "shell-config"
-		case !write && xdgDir(rel):
-			return "directory-walk"
+		case xdgDir(rel):
+			return "directory-walk" // read, or created on the way (mini-swe-agent makes ~/.config/mini-swe-agent with parents)
 		}
 	}
 	// Outside the home and the project, a path naming the agent is its

@@ -23,6 +23,10 @@ func (a *attributor) network(e *event.Event, im *lineage.Image, at *Attribution,
 		at.Reason, at.Detail = ReasonAgentAPI, "model-api"
 	case e.Family == "unix" && a.env.bookkeeping(e.Addr, e.Kind == event.KindBind) != "":
 		at.Reason, at.Detail = ReasonAgentBookkeeping, "local-socket"
+	case core && e.Kind == event.KindBind && e.Port == 0 && (e.Addr == "::1" || e.Addr == "127.0.0.1"):
+		// A bind to an ephemeral loopback port that is never listened on:
+		// urllib3 (mini-swe-agent's requests) probing for IPv6 at import.
+		at.Reason, at.Detail = ReasonAgentBookkeeping, "socket-probe"
 	default:
 		at.Detail = "agent-network"
 	}
