@@ -102,7 +102,8 @@ func TestRulesDoc(t *testing.T) {
 	}
 }
 
-// TestRegistry checks what register cannot: every rule a rule needs
+// TestRegistry checks what register cannot: every rule has a summary and,
+// unless it is an info rule, framework ids; every rule a rule needs
 // exists, needs form no cycle, and the policy knows every rule.
 func TestRegistry(t *testing.T) {
 	rs := Rules()
@@ -112,7 +113,9 @@ func TestRegistry(t *testing.T) {
 	var ids []string
 	for _, r := range rs {
 		ids = append(ids, r.ID)
-		if r.Summary == "" || len(r.Frameworks.All()) == 0 {
+		// An info rule records a fact about the session, not a risk, and
+		// may map to no framework (framework-log-divergence).
+		if r.Summary == "" || len(r.Frameworks.All()) == 0 && r.Severity != SeverityInfo {
 			t.Errorf("rule %s lacks a summary or framework ids", r.ID)
 		}
 		if (r.Escalation == "") != (len(r.Escalated.All()) == 0) {
