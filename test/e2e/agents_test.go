@@ -38,6 +38,7 @@ var toolNames = map[string][]string{
 	Claude: {"Bash", "Write", "Read", "Edit"},
 	Codex:  {"exec_command", "apply_patch"},
 	Gemini: {"run_shell_command", "write_file", "read_file", "replace"},
+	Mini:   {"bash"},
 }
 
 func TestAgents(t *testing.T) {

@@ -146,6 +146,9 @@ func TestAttribution(t *testing.T) {
 			attrCheckRogue(t, r, events, res)
 			attrCheckAPI(t, r, events, res)
 			attrCheckActivity(t, r, res, calls)
+			if agent == Mini {
+				attrCheckMini(t, events, res, tr)
+			}
 		})
 	}
 }
@@ -289,6 +292,47 @@ func attrCheckAPI(t *testing.T, r *Result, events []*event.Event, res *correlate
 	}
 	if n == 0 {
 		t.Error("no connect to the model server recorded")
+	}
+}
+
+// attrCheckMini checks what is particular to mini-swe-agent: the `uname -p`
+// its python process runs at start is the agent's own probe, and every
+// `/bin/sh -c CMD` it starts (the submit command too, which its trajectory
+// logs as not executed) belongs to the action whose command it runs.
+func attrCheckMini(t *testing.T, events []*event.Event, res *correlate.Result, tr *transcript.Transcript) {
+	t.Helper()
+	byCmd := map[string]string{}
+	for _, tc := range tr.ToolCalls {
+		byCmd[tc.Command] = tc.ID
+	}
+	var uname, shells int
+	for _, e := range events {
+		if e.Kind != event.KindExec || len(e.Argv) == 0 {
+			continue
+		}
+		at := res.Of(e.Seq)
+		switch {
+		case filepath.Base(e.Argv[0]) == "uname":
+			uname++
+			if at.ToolCallID != "" || at.Reason != correlate.ReasonAgentBookkeeping || at.Detail != "system-probe" {
+				t.Errorf("uname exec seq %d: call %q %s/%s; want the agent's own system-probe", e.Seq, at.ToolCallID, at.Reason, at.Detail)
+			}
+		case len(e.Argv) == 3 && e.Argv[0] == "/bin/sh" && e.Argv[1] == "-c":
+			shells++
+			if want, ok := byCmd[e.Argv[2]]; !ok || at.ToolCallID != want {
+				t.Errorf("exec seq %d %q: call %q (%s), want %q", e.Seq, e.Argv, at.ToolCallID, at.Reason, want)
+			}
+		}
+	}
+	if uname != 1 || shells != len(tr.ToolCalls) {
+		t.Errorf("%d uname execs and %d /bin/sh -c execs for %d actions; want 1 and one per action", uname, shells, len(tr.ToolCalls))
+	}
+	last := tr.ToolCalls[len(tr.ToolCalls)-1]
+	if last.Command != fakellm.SubmitCommand || !last.NotExecuted {
+		t.Errorf("last action %q not-executed %v; want the submit command, logged as not executed", last.Command, last.NotExecuted)
+	}
+	if act := res.ByCall[last.ID]; act == nil || act.RootExit == nil || act.RootExit.ExitCode == nil || *act.RootExit.ExitCode != 0 {
+		t.Errorf("submit action: kernel activity %+v; want its /bin/sh seen exiting 0", act)
 	}
 }
 

@@ -158,14 +158,15 @@ func sink(t *testing.T) int {
 }
 
 // TestFindings runs each scenario with the real Claude Code and Codex CLIs
-// under `polygraph run`, then checks the report the session yields, with
-// the transcript discovered from the session as `run` does.
+// and mini-swe-agent (which plays every call as a shell command) under
+// `polygraph run`, then checks the report the session yields, with the
+// transcript discovered from the session as `run` does.
 func TestFindings(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := attrPolygraph(t, t.TempDir())
 	regPort, puts := fakeRegistry(t)
 	env := scenarioEnv{egressPort: sink(t), registryPort: regPort}
-	for _, agent := range []string{Claude, Codex} {
+	for _, agent := range []string{Claude, Codex, Mini} {
 		for _, sc := range findingScenarios {
 			t.Run(agent+"/"+sc.name, func(t *testing.T) {
 				AgentPath(t, agent)
@@ -219,6 +220,12 @@ func TestFindings(t *testing.T) {
 					}
 					if len(f.Evidence) == 0 && rule != "claim-tests-not-run" {
 						t.Errorf("%s finding has no evidence events", rule)
+					}
+				}
+				if agent == Mini {
+					// mini-swe-agent logs its submit command, which ran, as not executed.
+					if f, ok := found["framework-log-divergence"]; !ok || f.Severity != detect.SeverityInfo || f.ToolCallID == "" || len(f.Evidence) == 0 {
+						t.Errorf("framework-log-divergence: %+v (found %v); want an info finding on the submit call", f, ok)
 					}
 				}
 				if sc.name == "mass-publish" && puts.Load()-before < 4 {

@@ -1,4 +1,5 @@
 // Package e2e runs the real agent CLIs (Claude Code, Codex CLI, Gemini CLI)
+// and a real Python agent (mini-swe-agent, from ../shared/agents/mini-swe-agent)
 // offline against the scripted model server in test/fakellm, each in a fresh
 // temporary HOME and project directory with a clean environment, and checks
 // what they did, what they wrote in their transcripts and what they sent.
@@ -10,9 +11,15 @@
 //	POLYGRAPH_E2E=1 go test ./test/e2e/...
 //
 // Without POLYGRAPH_E2E the tests skip when the CLIs are not installed; with
-// POLYGRAPH_E2E=1 a missing CLI is a failure. POLYGRAPH_E2E_KEEP=1 keeps each
-// run's directories (and the server's request log, requests.jsonl) and logs
-// where they are. An agent run takes one to a few seconds.
+// POLYGRAPH_E2E=1 a missing agent is a failure. mini-swe-agent is not installed
+// by install.sh: its bundle lies beside the repository, and its setup.sh
+// (Debian packages for /usr/bin/python3) runs once per machine as root:
+//
+//	bash ../shared/agents/mini-swe-agent/setup.sh
+//
+// POLYGRAPH_E2E_KEEP=1 keeps each run's directories (and the server's
+// request log, requests.jsonl) and logs where they are. An agent run takes
+// one to a few seconds.
 //
 // RunAgent is the harness: the lead's `polygraph run --` plugs in through
 // Options.Wrapper, which prefixes the agent's command line.
@@ -21,8 +28,10 @@
 // every agent is configured as ../shared/REAL-AGENTS.md describes (Codex's
 // plugins, analytics, feedback and OpenTelemetry exporters are off; Claude
 // Code's nonessential traffic, telemetry and updater are off; Gemini CLI's
-// usage statistics and telemetry are off). TestLoopbackOnly checks it under
-// strace: every connect, sendto and sendmsg address must be loopback or local.
+// usage statistics and telemetry are off; mini-swe-agent talks only to the
+// endpoint its adapter is given, with cost tracking off). TestLoopbackOnly
+// checks it under strace: every connect, sendto and sendmsg address must be
+// loopback or local.
 //
 // To run an agent under polygraph, pass the wrapper with an absolute path
 // (the agent's environment is clean, with a minimal PATH):
@@ -55,10 +64,11 @@ const (
 	Claude = "claude"
 	Codex  = "codex"
 	Gemini = "gemini"
+	Mini   = "mini" // mini-swe-agent 2.4.6, run with Debian's /usr/bin/python3
 )
 
 // Agents lists them in a stable order.
-var Agents = []string{Claude, Codex, Gemini}
+var Agents = []string{Claude, Codex, Gemini, Mini}
 
 // Options tune one RunAgent call. The zero value is usable.
 type Options struct {
@@ -98,7 +108,7 @@ func WithFiles(files map[string]string) Option { return func(o *Options) { o.Fil
 
 // Result is what one agent run left behind.
 type Result struct {
-	// Agent is the agent that ran: Claude, Codex or Gemini.
+	// Agent is the agent that ran: Claude, Codex, Gemini or Mini.
 	Agent string
 	// Home is the run's HOME; CodexHome is $HOME/.codex (Codex only).
 	Home, CodexHome string
@@ -137,6 +147,9 @@ func AgentPath(t testing.TB, agent string) string {
 	t.Helper()
 	if p := os.Getenv("POLYGRAPH_" + strings.ToUpper(agent)); p != "" {
 		return p
+	}
+	if agent == Mini {
+		return miniBundle(t)
 	}
 	entryOnce.Do(func() { entries, entryErr = findEntries() })
 	p, ok := entries[agent]
@@ -179,7 +192,7 @@ func findEntries() (map[string]string, error) {
 	return m, nil
 }
 
-// RunAgent runs agent ("claude", "codex" or "gemini") headless on a fresh
+// RunAgent runs agent ("claude", "codex", "gemini" or "mini") headless on a fresh
 // HOME and project directory against a fake model server playing sc, and
 // returns what the run left. Relative paths in sc resolve against the
 // project directory. A run that cannot start fails the test; a non-zero exit
@@ -215,7 +228,7 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	r.ServerURL = srv.URL()
 
 	node, err := exec.LookPath("node")
-	if err != nil && agent != Claude {
+	if err != nil && agent != Claude && agent != Mini {
 		t.Fatalf("%s needs node on PATH: %v", agent, err)
 	}
 	env := baseEnv(r.Home, tmp, node)
@@ -249,6 +262,19 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 			"GEMINI_CLI_NO_RELAUNCH=true",
 		)
 		argv = append(interp(entry, node), "-p", o.Prompt, "-m", "gemini-2.5-pro", "-o", "stream-json", "--yolo")
+	case Mini:
+		// As the bundle's README runs it; stdin is /dev/null.
+		env = append(env,
+			"PYTHONPATH="+strings.Join([]string{filepath.Join(entry, "adapter"), filepath.Join(entry, "vendor"), filepath.Join(entry, "src", "mini-swe-agent", "src")}, ":"),
+			"PYTHONDONTWRITEBYTECODE=1",
+			"MSWEA_CONFIGURED=true",
+			"MSWEA_SILENT_STARTUP=1",
+			"MSWEA_COST_TRACKING=ignore_errors",
+			"OPENAI_COMPAT_BASE_URL="+r.ServerURL+"/v1",
+			"OPENAI_COMPAT_API_KEY=x",
+		)
+		argv = []string{miniPython, "-m", "minisweagent.run.mini", "--model", "fake-model",
+			"--model-class", "fakellm_adapter.OpenAICompatModel", "--yolo", "--exit-immediately", "--task", o.Prompt}
 	default:
 		t.Fatalf("unknown agent %q (want one of %v)", agent, Agents)
 	}
@@ -398,7 +424,8 @@ const geminiSettings = `{
 // findTranscripts lists the session files agent wrote:
 // Claude $HOME/.claude/projects/*/*.jsonl, Codex
 // $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl, Gemini
-// $HOME/.gemini/tmp/*/chats/*.
+// $HOME/.gemini/tmp/*/chats/*, mini-swe-agent
+// $HOME/.config/mini-swe-agent/last_mini_run.traj.json.
 func findTranscripts(agent, home, codexHome string) []string {
 	var pats []string
 	switch agent {
@@ -408,6 +435,8 @@ func findTranscripts(agent, home, codexHome string) []string {
 		pats = []string{filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*.jsonl")}
 	case Gemini:
 		pats = []string{filepath.Join(home, ".gemini", "tmp", "*", "chats", "*")}
+	case Mini:
+		pats = []string{filepath.Join(home, ".config", "mini-swe-agent", "last_mini_run.traj.json")}
 	}
 	var out []string
 	for _, p := range pats {
@@ -416,6 +445,57 @@ func findTranscripts(agent, home, codexHome string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// miniPython is the interpreter mini-swe-agent runs with: Debian's, for
+// which the bundle's vendored pydantic-core is built and setup.sh installs
+// the other dependencies.
+const miniPython = "/usr/bin/python3"
+
+// miniBundle returns the mini-swe-agent bundle, ../shared/agents/mini-swe-agent
+// from the repository root, after checking that it imports (setup.sh has
+// run). It skips the test when either is missing, unless POLYGRAPH_E2E=1,
+// where that fails it.
+func miniBundle(t testing.TB) string {
+	t.Helper()
+	miniOnce.Do(func() { miniDir, miniErr = findMini() })
+	if miniErr != nil {
+		msg := fmt.Sprintf("mini-swe-agent not runnable: %v", miniErr)
+		if os.Getenv("POLYGRAPH_E2E") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + "; set POLYGRAPH_E2E=1 to make this a failure")
+	}
+	return miniDir
+}
+
+var (
+	miniOnce sync.Once
+	miniDir  string
+	miniErr  error
+)
+
+func findMini() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the harness source")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "agents", "mini-swe-agent")
+	if _, err := os.Stat(filepath.Join(dir, "src", "mini-swe-agent", "src", "minisweagent")); err != nil {
+		return "", fmt.Errorf("no bundle at %s (%w)", dir, err)
+	}
+	home, err := os.MkdirTemp("", "polygraph-mini-check-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(home)
+	cmd := exec.Command(miniPython, "-c", "import minisweagent.run.mini, fakellm_adapter")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "MSWEA_SILENT_STARTUP=1", "PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONPATH=" + filepath.Join(dir, "adapter") + ":" + filepath.Join(dir, "vendor") + ":" + filepath.Join(dir, "src", "mini-swe-agent", "src")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s cannot import it (%w: %s); run as root: bash %s", miniPython, err, tail(out, 400), filepath.Join(dir, "setup.sh"))
+	}
+	return dir, nil
 }
 
 // tempDir is a fresh directory removed at cleanup, unless POLYGRAPH_E2E_KEEP=1.

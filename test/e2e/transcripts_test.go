@@ -14,10 +14,14 @@ var wantKinds = map[string][]transcript.Kind{
 	// writes and edits with apply_patch (a patch adding a file is a write).
 	Codex:  {transcript.KindShell, transcript.KindWrite, transcript.KindShell, transcript.KindEdit},
 	Gemini: {transcript.KindShell, transcript.KindWrite, transcript.KindRead, transcript.KindEdit},
+	// mini-swe-agent has only bash: the fake model writes, reads and edits
+	// with shell commands, and ends with the submit command.
+	Mini: {transcript.KindShell, transcript.KindShell, transcript.KindShell, transcript.KindShell, transcript.KindShell},
 }
 
 // TestParseFreshTranscripts: the transcripts the real CLIs write today
-// (Claude Code 2.1.3xx, Codex 0.17x, Gemini CLI 0.61's .jsonl) parse with
+// (Claude Code 2.1.3xx, Codex 0.17x, Gemini CLI 0.61's .jsonl, mini-swe-agent
+// 2.4.6's trajectory) parse with
 // no warning into the calls the scenario made, and the closing sentence is
 // read as a claim.
 func TestParseFreshTranscripts(t *testing.T) {
