@@ -38,8 +38,8 @@ checkable claims it makes ("All 42 tests pass", "Installed requests").
 
 The format is recognised from the content: Claude Code session JSONL,
 claude -p --output-format stream-json, Codex CLI rollouts, Gemini CLI session
-files (.json and .jsonl), OpenTelemetry GenAI spans as OTLP JSON, and
-polygraph's plain JSONL (docs/transcript-jsonl.md). FILE is the whole
+files (.json and .jsonl), mini-swe-agent trajectories, OpenTelemetry GenAI
+spans as OTLP JSON, and polygraph's plain JSONL (docs/transcript-jsonl.md). FILE is the whole
 session: its subagents' calls are included, whether inline, mirrored or in
 the subagent files the agent writes beside FILE; --no-subagents shows only
 FILE's own agent. Lines that cannot be read are reported on stderr with
@@ -225,6 +225,7 @@ func oneLine(s string, n int) string {
 
 func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, stdout io.Writer) error {
 	var home, cwd string
+	var argv []string // the traced command, which may name its transcript (mini-swe-agent's -o)
 	var from, to time.Time
 	switch len(args) {
 	case 1:
@@ -242,7 +243,7 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 		}
 		m := r.Meta()
 		_ = r.Close()
-		home, cwd, from, to = m.Home, m.Cwd, m.StartedAt, m.EndedAt
+		home, cwd, from, to, argv = m.Home, m.Cwd, m.StartedAt, m.EndedAt, m.Command
 	case 0:
 		if opts.cwd == "" && opts.from == "" {
 			return &usageError{errors.New("--discover needs SESSION, or --cwd and --from")}
@@ -259,7 +260,7 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 			_, _, _, home = session.InvokingUser()
 		}
 	}
-	found, err := transcript.DiscoverContext(ctx, home, cwd, from, to)
+	found, err := transcript.DiscoverCommand(ctx, argv, home, cwd, from, to)
 	if err != nil {
 		return err
 	}
