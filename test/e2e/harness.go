@@ -139,10 +139,11 @@ var (
 	entryErr  error
 )
 
-// AgentPath returns the installed entry point of agent. It skips the test
-// when the CLIs are not installed, unless POLYGRAPH_E2E=1, where that fails
-// it. POLYGRAPH_CLAUDE, POLYGRAPH_CODEX and POLYGRAPH_GEMINI override the
-// entry point of one agent.
+// AgentPath returns the installed entry point of agent (for Mini, the
+// bundle directory). It skips the test when the agent is not installed,
+// unless POLYGRAPH_E2E=1, where that fails it. POLYGRAPH_CLAUDE,
+// POLYGRAPH_CODEX, POLYGRAPH_GEMINI and POLYGRAPH_MINI override the entry
+// point of one agent.
 func AgentPath(t testing.TB, agent string) string {
 	t.Helper()
 	if p := os.Getenv("POLYGRAPH_" + strings.ToUpper(agent)); p != "" {
