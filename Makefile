@@ -22,8 +22,12 @@ test: agents vet
 vet:
 	$(GO) vet ./...
 
+# The agent CLIs from npm, and mini-swe-agent's Debian packages (its bundle
+# lies beside the repository, in ../shared/agents/mini-swe-agent).
+MINI_SETUP := ../shared/agents/mini-swe-agent/setup.sh
 agents:
 	bash test/agents/install.sh
+	@if [ -f $(MINI_SETUP) ]; then $(SUDO) bash $(MINI_SETUP); else echo "no $(MINI_SETUP): the mini-swe-agent e2e tests will fail under POLYGRAPH_E2E=1" >&2; fi
 
 # The main job on the built-in demo workload.
 demo: build
