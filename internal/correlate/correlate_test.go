@@ -471,6 +471,9 @@ func TestBookkeepingLabels(t *testing.T) {
 		{home + "/.aws/credentials", false, ""},
 		{home + "/work/openai-keys.txt", false, ""},
 		{home + "/.config/git/config", false, "shell-config"},
+		{home + "/.config", true, "directory-walk"},
+		{home + "/.local/share", true, "directory-walk"},
+		{home + "/.config/mini-swe-agent/.env", false, "agent-data"},
 		{"relative/path", false, ""},
 	} {
 		if got := v.bookkeeping(c.path, c.write); got != c.want {
@@ -556,4 +559,30 @@ func has(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestSocketProbe: the agent's own bind to an ephemeral loopback port
+// (urllib3's IPv6 check, under mini-swe-agent) is bookkeeping; its bind to
+// a fixed port, or to another address, is not.
+func TestSocketProbe(t *testing.T) {
+	s := newSim()
+	agent := s.root(0, 100, "/usr/bin/python3", "-m", "minisweagent.run.mini")
+	bind := func(ms int, addr string, port uint16) *event.Event {
+		return s.add(ms, &event.Event{Kind: event.KindBind, PID: s.pids[agent], ExecID: agent, Result: event.Ptr(int64(0)),
+			Network: &event.Network{Family: "ipv6", Proto: "tcp", Addr: addr, Port: port}})
+	}
+	probes := []*event.Event{bind(10, "::1", 0), bind(11, "127.0.0.1", 0)}
+	others := []*event.Event{bind(12, "127.0.0.1", 8080), bind(13, "0.0.0.0", 0)}
+	res := Attribute(s.evs, nil, meta(), Options{})
+	consistent(t, s.evs, res)
+	for _, e := range probes {
+		if at := res.Of(e.Seq); at == nil || at.Reason != ReasonAgentBookkeeping || at.Detail != "socket-probe" {
+			t.Errorf("bind %s:%d: %+v, want bookkeeping socket-probe", e.Addr, e.Port, at)
+		}
+	}
+	for _, e := range others {
+		if at := res.Of(e.Seq); at == nil || at.Detail == "socket-probe" {
+			t.Errorf("bind %s:%d: %+v, want no socket-probe", e.Addr, e.Port, at)
+		}
+	}
 }
