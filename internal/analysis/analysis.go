@@ -181,5 +181,5 @@ func findTranscript(ctx context.Context, opt string, meta *session.Meta) (*trans
 		}
 		return discover(ctx, meta), nil
 	}
-	return transcript.ParseFile(opt, transcript.Options{})
+	return transcript.ParseFileContext(ctx, opt, transcript.Options{})
 }
