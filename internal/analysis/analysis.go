@@ -54,6 +54,7 @@ type recorded struct {
 	meta   *session.Meta
 	events []*event.Event
 	sum    *report.Summary
+	left   []session.Leftover
 }
 
 // Run reads the session and the transcript, attributes the events, runs
@@ -99,7 +100,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol})
 	}
 	return report.Build(rec.meta, rec.sum, tr, attr, findings), nil
 }
@@ -138,6 +139,7 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	if err != nil {
 		return recorded{}, err
 	}
+	rec.left = left
 	rec.sum.Finish(m, left, m.ExitCode)
 	return rec, nil
 }
