@@ -42,17 +42,42 @@ func waitPids(t *testing.T, file string, n int) []int {
 	return nil
 }
 
+// watchdogOf returns the pid of polygraph's watchdog, a child of pid.
+func watchdogOf(t *testing.T, pid int) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		st := string(b)
+		if i := strings.LastIndexByte(st, ')'); i > 0 {
+			if f := strings.Fields(st[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				argv, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+				if strings.HasPrefix(string(argv), "polygraph-watchdog\x00") {
+					n, _ := strconv.Atoi(e.Name())
+					return n
+				}
+			}
+		}
+	}
+	t.Fatalf("polygraph %d has no watchdog", pid)
+	return 0
+}
+
 // TestRunPolygraphKilled: SIGKILL of polygraph ends the traced command
 // and what it daemonised within a second by default; with
-// --on-polygraph-exit=leave both keep running.
+// --on-polygraph-exit=leave both keep running. A tree that kills the
+// watchdog first loses only the command (the parent-death signal): its
+// daemon survives, as README says.
 func TestRunPolygraphKilled(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, tc := range []struct {
-		name, flag string
-		wantAlive  bool
+		name, flag   string
+		killWatchdog bool
+		wantAlive    []bool // the command, its daemon
 	}{
-		{name: "default kill", flag: "", wantAlive: false},
-		{name: "leave", flag: "--on-polygraph-exit=leave", wantAlive: true},
+		{name: "default kill", wantAlive: []bool{false, false}},
+		{name: "leave", flag: "--on-polygraph-exit=leave", wantAlive: []bool{true, true}},
+		{name: "watchdog killed first", killWatchdog: true, wantAlive: []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pids")
@@ -72,12 +97,16 @@ func TestRunPolygraphKilled(t *testing.T) {
 					syscall.Kill(p, syscall.SIGKILL)
 				}
 			})
+			if tc.killWatchdog {
+				syscall.Kill(watchdogOf(t, cmd.Process.Pid), syscall.SIGKILL)
+				time.Sleep(100 * time.Millisecond)
+			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 			time.Sleep(time.Second)
-			for _, p := range pids {
-				if got := alive(p); got != tc.wantAlive {
-					t.Errorf("pid %d alive = %v a second after polygraph's SIGKILL, want %v", p, got, tc.wantAlive)
+			for i, p := range pids {
+				if got := alive(p); got != tc.wantAlive[i] {
+					t.Errorf("pid %d alive = %v a second after polygraph's SIGKILL, want %v", p, got, tc.wantAlive[i])
 				}
 			}
 		})
