@@ -32,6 +32,8 @@ type builder struct {
 	pol    *policy.Policy
 	noAttr bool
 	root   int
+	lost   map[string]uint64
+	left   []session.Leftover
 }
 
 func newBuilder() *builder {
@@ -204,7 +206,8 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root}, Policy: b.pol}
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root, Lost: b.lost},
+		Leftovers: b.left, Policy: b.pol}
 	if b.noAttr {
 		return in
 	}
