@@ -429,6 +429,9 @@ type builder struct {
 	pend  []Entry              // current turn, in order of appearance
 	ready []Entry
 	seq   int
+	// subSaid holds the claim sentences subagents made, which their
+	// parent repeating is no claim of its own (repeated).
+	subSaid map[string]bool
 }
 
 func newBuilder(src string, opts Options, format Format, keep bool) *builder {
@@ -523,6 +526,9 @@ func (b *builder) result(tc *ToolCall, text string) {
 // say extracts claims from assistant text and queues them with the turn.
 func (b *builder) say(line int, at time.Time, text, parentID string) {
 	for _, c := range ExtractClaims(text) {
+		if b.repeated(c.Text, parentID) {
+			continue
+		}
 		c.At = at
 		c.ParentID = parentID
 		c.SessionID = b.t.SessionID
