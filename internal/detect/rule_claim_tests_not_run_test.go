@@ -180,3 +180,21 @@ func TestTestEvidence(t *testing.T) {
 			want: []string{"high claim-tests-not-run"}},
 	})
 }
+
+// TestQuickTestEntry: a project's own test script may be as quick as its
+// tests; a known runner that ends at once without a test file did not run.
+func TestQuickTestEntry(t *testing.T) {
+	quick := func(bin string, argv ...string) func(b *builder) {
+		return func(b *builder) {
+			ag := b.agent(100, "/usr/local/bin/claude")
+			b.shell("t1", strings.Join(argv, " "))
+			p := ag.spawn(200, "t1", bin, argv...)
+			p.exit(0)
+			b.claim(transcript.ClaimTestsPassed, "All tests pass.", "", "t1")
+		}
+	}
+	runCases(t, []ruleCase{
+		{name: "./check.sh", build: quick("/usr/bin/dash", "sh", "./check.sh"), want: nil},
+		{name: "pytest ends at once", build: quick("/usr/bin/python3", "python3", "-m", "pytest"), want: []string{"medium claim-tests-not-run"}},
+	})
+}
