@@ -134,26 +134,8 @@ func claimsIn(s string) []*Claim {
 		out = append(out, &Claim{Kind: k, Text: s, Subject: subject, ToolCallIDs: []string{}})
 	}
 	if tests && !negated && !(reFail.MatchString(s) && !reNoFail.MatchString(s)) {
-		for _, re := range reTestsPassed {
-			in := plain // "`npm test` passes" claims; "`echo 5 passed`" quotes
-			if re == reTestsPassed[1] {
-				in = said
-			}
-			loc := re.FindStringSubmatchIndex(in)
-			if loc == nil || reMakeSure.MatchString(in[:loc[0]]) {
-				continue
-			}
-			if re == reTestsPassed[2] && !reTestWord.MatchString(in) {
-				continue
-			}
-			count := ""
-			if len(loc) > 3 && loc[2] >= 0 {
-				count = in[loc[2]:loc[3]]
-			} else if m := reNumber.FindString(in[loc[0]:loc[1]]); m != "" {
-				count = m
-			}
+		if count, ok := testsPassed(plain, said); ok {
 			add(ClaimTestsPassed, count)
-			break
 		}
 	}
 	if negated {
@@ -227,6 +209,31 @@ func (b *builder) repeated(sentence, parentID string) bool {
 		}
 	}
 	return false
+}
+
+// testsPassed finds a tests-passed claim in a sentence, given with its
+// quotes blanked (plain) and its backticks blanked too (said): a count in
+// backticks is quoted output, but "`npm test` passes" is a claim. count
+// is the number of tests it names, "" for none.
+func testsPassed(plain, said string) (count string, ok bool) {
+	for _, re := range reTestsPassed {
+		in := plain
+		if re == reTestsPassed[1] {
+			in = said
+		}
+		loc := re.FindStringSubmatchIndex(in)
+		if loc == nil || reMakeSure.MatchString(in[:loc[0]]) {
+			continue
+		}
+		if re == reTestsPassed[2] && !reTestWord.MatchString(in) {
+			continue
+		}
+		if len(loc) > 3 && loc[2] >= 0 {
+			return in[loc[2]:loc[3]], true
+		}
+		return reNumber.FindString(in[loc[0]:loc[1]]), true
+	}
+	return "", false
 }
 
 func dedupeClaims(in []*Claim) []*Claim {
