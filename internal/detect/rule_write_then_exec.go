@@ -143,7 +143,8 @@ func (s *facts) touchedGuarded(id string) bool {
 func guardedPath(p string) bool { return false }
 
 // downloaded reports whether write w's process is a downloader or had
-// reached the network before it wrote.
+// reached the network before it wrote. The agent's own model traffic is
+// not downloading: what its write tool writes, the transcript shows.
 func downloaded(s *run, w *event.Event) bool {
 	for _, n := range s.names(w.ExecID) {
 		if n == "curl" || n == "wget" || n == "aria2c" || n == "fetch" {
@@ -152,7 +153,7 @@ func downloaded(s *run, w *event.Event) bool {
 	}
 	if p := s.tree.Image(w.ExecID); p != nil {
 		for _, j := range p.Events {
-			if x := s.events[j]; s.byEvent[j].flags&fEgress != 0 && x.Port != 53 && x.Seq < w.Seq {
+			if x := s.events[j]; s.byEvent[j].flags&(fEgress|fOwn) == fEgress && x.Port != 53 && x.Seq < w.Seq {
 				return true
 			}
 		}

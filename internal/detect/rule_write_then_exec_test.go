@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -92,6 +93,20 @@ func TestWriteThenExec(t *testing.T) {
 				mk := sh.spawn(202, "", "/usr/bin/make", "make", "test")
 				run := mk.spawn(203, "", "/usr/bin/dash", "sh", "calc.sh")
 				run.open(proj+"/calc.sh", "read")
+			},
+			want: []string{"info write-then-exec"},
+		},
+		{
+			name: "the agent's model traffic does not make its write a download",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				api := *ag
+				api.reason = correlate.ReasonAgentAPI
+				api.connect("203.0.113.9", 443) // the model API
+				b.tool("t1", transcript.KindWrite, proj+"/fix.sh")
+				ag.inCall("t1").open(proj+"/fix.sh", "write,create")
+				b.shell("t2", "./fix.sh")
+				ag.spawn(200, "t2", proj+"/fix.sh", "./fix.sh").exit(0)
 			},
 			want: []string{"info write-then-exec"},
 		},
