@@ -83,10 +83,11 @@ const (
 	fPathRequested protowire.Number = 46
 	fPathDiffers   protowire.Number = 47
 	fDeleted       protowire.Number = 48 // exec
+	fScriptSHA256  protowire.Number = 49 // exec; normally filled on read from exec_verdicts
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fDeleted
+const lastField = fScriptSHA256
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -190,6 +191,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 			buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*p.UID))
 		}
 		str(fSHA256, p.SHA256)
+		str(fScriptSHA256, p.ScriptSHA256)
 		uint(fChildPID, uint64(p.ChildPID))
 		str(fChildExecID, p.ChildExecID)
 		if p.ExitCode != nil {
@@ -446,6 +448,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Script = s
 	case fSHA256:
 		ev.SHA256 = s
+	case fScriptSHA256:
+		ev.ScriptSHA256 = s
 	case fChildExecID:
 		ev.ChildExecID = s
 	case fAccess:
@@ -477,7 +481,7 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
-		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
+		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
 		fFileType, fPathRequested, fPathDiffers} {
 		m[f] = true
 	}

@@ -354,6 +354,7 @@ func (w *Writer) commitTx(dirty, final bool) (err error) {
 	}
 	w.inTx = false
 	w.pending = 0
+	w.verdictsCommitted()
 	return nil
 }
 
@@ -407,6 +408,13 @@ func (w *Writer) writeState(final bool) error {
 			int64(l.PID), l.ExecID, l.Comm, string(argv)); err != nil {
 			return fmt.Errorf("write leftovers: %w", err)
 		}
+	}
+	var vst *stateHash
+	if final {
+		vst = st
+	}
+	if err := w.writeVerdicts(vst); err != nil {
+		return err
 	}
 	if !final {
 		return nil

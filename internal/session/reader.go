@@ -315,8 +315,10 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	var fnErr error
 	var damage []Damage
+	sums := r.hashes()
 	err := r.raw(func(c driverConn) error {
 		keep := func(ev *event.Event) error {
+			sums.fill(ev)
 			fnErr = fn(ev)
 			return fnErr
 		}
