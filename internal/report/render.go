@@ -238,6 +238,9 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 				}
 				fmt.Fprintf(b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
 			}
+			if len(k.Integrity) > 0 {
+				fmt.Fprintf(b, "      integrity:   %s\n", integrityLine(k.Integrity))
+			}
 		}
 		if len(v.Findings) > 0 {
 			fmt.Fprintf(b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
