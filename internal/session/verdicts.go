@@ -1,12 +1,10 @@
 package session
 
 import (
-	"cmp"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -30,18 +28,11 @@ type Verdict struct {
 	Data   []byte // the verdict as JSON
 }
 
-// verdictKey orders and identifies verdicts: one per exec and role.
-type verdictKey struct{ execID, role string }
-
-func compareKeys(a, b verdictKey) int {
-	return cmp.Or(cmp.Compare(a.execID, b.execID), cmp.Compare(a.role, b.role))
-}
-
-// verdicts is the Writer's share of the verdicts, under Writer.mu: all of
-// them (for the seal) and the keys not yet committed.
+// verdicts is the Writer's share of the verdicts, under Writer.mu: those
+// not yet committed. The committed ones are only in the file; the seal
+// digests them from there, so a week of execs costs no memory.
 type verdicts struct {
-	all     map[verdictKey]Verdict
-	unsaved []verdictKey
+	unsaved []Verdict
 	writing int // len(unsaved) handed to the open transaction
 }
 
@@ -49,37 +40,22 @@ type verdicts struct {
 // so the integrity pool may call it from its workers. A second verdict
 // for the same exec and role replaces the first.
 func (w *Writer) AddVerdict(v Verdict) {
+	v.Data = slices.Clone(v.Data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.verdicts.all == nil {
-		w.verdicts.all = map[verdictKey]Verdict{}
-	}
-	k := verdictKey{v.ExecID, v.Role}
-	v.Data = slices.Clone(v.Data)
-	w.verdicts.all[k] = v
-	w.verdicts.unsaved = append(w.verdicts.unsaved, k)
+	w.verdicts.unsaved = append(w.verdicts.unsaved, v)
 	w.dirty = true
 }
 
 // writeVerdicts inserts the uncommitted verdicts inside the caller's
-// transaction and, when st is not nil (the final state), digests all of
-// them into it in key order, the order the reader hashes the rows in.
+// transaction and, when st is not nil (the final state), digests every
+// row of the table into it, read back the way the reader reads them.
 // INSERT OR REPLACE makes writing a verdict again after a failed commit
 // harmless.
 func (w *Writer) writeVerdicts(st *stateHash) error {
 	w.mu.Lock()
-	keys := slices.Clone(w.verdicts.unsaved)
-	w.verdicts.writing = len(keys)
-	rows := make([]Verdict, 0, len(keys))
-	for _, k := range keys {
-		rows = append(rows, w.verdicts.all[k])
-	}
-	var all []Verdict
-	if st != nil {
-		for _, k := range slices.SortedFunc(maps.Keys(w.verdicts.all), compareKeys) {
-			all = append(all, w.verdicts.all[k])
-		}
-	}
+	rows := slices.Clone(w.verdicts.unsaved)
+	w.verdicts.writing = len(rows)
 	w.mu.Unlock()
 	for _, v := range rows {
 		if err := w.exec(`INSERT OR REPLACE INTO exec_verdicts (exec_id, role, path, sha256, status, data) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -87,8 +63,11 @@ func (w *Writer) writeVerdicts(st *stateHash) error {
 			return fmt.Errorf("write exec verdicts: %w", err)
 		}
 	}
-	for _, v := range all {
-		st.verdict(v.ExecID, v.Role, v.Path, v.SHA256, v.Status, string(v.Data))
+	if st == nil {
+		return nil
+	}
+	if err := hashVerdicts(w.conn, st); err != nil {
+		return fmt.Errorf("digest exec verdicts: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
 )
@@ -42,6 +43,9 @@ func recordWithVerdicts(t *testing.T) (string, []Verdict) {
 	}
 	return w.Meta().Path, vs
 }
+
+// verdictKey identifies a verdict: one per exec and role.
+type verdictKey struct{ execID, role string }
 
 func TestVerdictsRoundTrip(t *testing.T) {
 	path, want := recordWithVerdicts(t)
@@ -133,4 +137,27 @@ func editSQL(t *testing.T, src, q string) string {
 	defer db.Close()
 	mustExec(t, db, q)
 	return path
+}
+
+// TestVerdictReplaced: a second verdict for an exec and role replaces the
+// first, across commits, and the seal still matches.
+func TestVerdictReplaced(t *testing.T) {
+	w := newSession(t, filepath.Join(t.TempDir(), "home"))
+	for _, e := range sampleEvents() {
+		w.Add(e)
+	}
+	w.AddVerdict(Verdict{ExecID: "1-1", Role: "binary", Path: "/x", Status: "unavailable", Data: []byte(`{}`)})
+	time.Sleep(2 * flushInterval) // committed on its own
+	w.AddVerdict(Verdict{ExecID: "1-1", Role: "binary", Path: "/x", SHA256: "ab", Status: "verified", Data: []byte(`{}`)})
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	_, r := readSeqs(t, w.Meta().Path)
+	vs, err := r.Verdicts()
+	if err != nil || len(vs) != 1 || vs[0].Status != "verified" {
+		t.Fatalf("verdicts %+v, %v; want the second one only", vs, err)
+	}
+	if r.Meta().Integrity != IntegrityIntact {
+		t.Errorf("integrity %q: %v", r.Meta().Integrity, r.Damage())
+	}
 }
