@@ -58,6 +58,11 @@ type bulkInsert struct {
 	args  []driver.NamedValue // reused for every statement
 }
 
+// placeholders returns "?, ?, ..." with n marks.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
 // prepareInserts prepares the chunk and string inserts.
 func (w *Writer) prepareInserts() error {
 	prep := func(table, cols string, n int, sizes []int) (*bulkInsert, error) {

@@ -503,11 +503,6 @@ func textCol(v driver.Value) string {
 	return fmt.Sprint(v)
 }
 
-// placeholders returns "?, ?, ..." with n marks.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
 // Leftovers returns the processes still running when tracing stopped.
 func (r *Reader) Leftovers() ([]Leftover, error) {
 	rows, err := r.db.QueryContext(context.Background(), "SELECT pid, exec_id, comm, argv FROM leftovers ORDER BY rowid")
