@@ -54,6 +54,13 @@ func TestAddIntegrity(t *testing.T) {
 	if strings.Count(text.String(), "integrity:") != 1 {
 		t.Errorf("a call without verdicts got an integrity line:\n%s", text.String())
 	}
+	var html bytes.Buffer
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "integrity: 1 verified (dpkg 1); unknown /w/trivy") {
+		t.Errorf("HTML lacks the integrity line")
+	}
 	j, _ := json.Marshal(rep.ToolCalls[1].Kernel)
 	if strings.Contains(string(j), "integrity") {
 		t.Errorf("call b JSON has integrity: %s", j)
