@@ -14,6 +14,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
@@ -51,11 +52,12 @@ const checkEvery = 1024
 
 // recorded is what the session file holds, read.
 type recorded struct {
-	meta   *session.Meta
-	events []*event.Event
-	sum    *report.Summary
-	damage []session.Damage // what the read found wrong with the file
-	left   []session.Leftover
+	meta     *session.Meta
+	events   []*event.Event
+	verdicts []integrity.Result // the exec verdicts recorded with the session
+	sum      *report.Summary
+	damage   []session.Damage // what the read found wrong with the file
+	left     []session.Leftover
 }
 
 // Run reads the session and the transcript, attributes the events, runs
@@ -101,9 +103,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol})
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
+			Verdicts: rec.verdicts})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
+	rep.AddIntegrity(attr, integrityViews(rec.verdicts))
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
 	return rep, nil
 }
@@ -167,6 +171,11 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 		return recorded{}, err
 	}
 	rec.left = left
+	rows, err := r.Verdicts()
+	if err != nil {
+		return recorded{}, err
+	}
+	rec.verdicts = execResults(rows)
 	rec.sum.Finish(m, left, m.ExitCode)
 	return rec, nil
 }
