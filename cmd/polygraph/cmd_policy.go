@@ -7,12 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/session"
 )
 
 // policyOptions are the flags of `polygraph policy`'s verbs.
@@ -67,7 +72,7 @@ Exit status: 0 the file is valid; 1 it is not; 2 on usage error. With
 		},
 	}
 	check.Flags().BoolVar(&opts.json, "json", false, "print the verdict as JSON")
-	cmd.AddCommand(show, check)
+	cmd.AddCommand(show, check, newPolicyLearnCommand(opts))
 	return cmd
 }
 
@@ -146,4 +151,83 @@ func runPolicyCheck(ctx context.Context, opts *policyOptions, path string, stdou
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s: %d problem(s)", path, len(errs))}
 	}
 	return nil
+}
+
+func newPolicyLearnCommand(opts *policyOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "learn SESSION... [-o FILE] [--policy F]",
+		Short: "Write an allowlist policy allowing what the sessions did, and nothing else",
+		Long: `Read each SESSION (with the transcript its agent wrote, found as report
+finds it) and write a policy file that allows what they did: the
+destinations they reached that the policy (the built-in one, or --policy F)
+does not allow already, the programs they ran (allowed_programs) and the
+directories they read and wrote outside the system directories
+(allowed_paths, workspace-relative ./ and home-relative ~/ where they can
+be). Under it, report --policy FILE reports every program and path outside
+those lists (unexpected-program, unexpected-path) and every other
+destination (unexpected-egress). docs/policy.md describes the file.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPolicyLearn(cmd.Context(), opts, args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the policy to this file instead of stdout")
+	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy whose egress allowlist counts as allowed already")
+	return cmd
+}
+
+func runPolicyLearn(ctx context.Context, opts *policyOptions, args []string, stdout io.Writer) error {
+	pol, err := loadPolicy(opts.policy)
+	if err != nil {
+		return err
+	}
+	samples, err := observeSessions(ctx, args, pol)
+	if err != nil {
+		return err
+	}
+	var l policy.Learned
+	for _, smp := range samples {
+		l.Sessions = append(l.Sessions, smp.Session)
+		l.Egress = append(l.Egress, slices.Collect(maps.Keys(smp.Unallowed))...)
+		for _, a := range smp.Kinds {
+			l.Programs = append(l.Programs, slices.Collect(maps.Keys(a.Programs))...)
+			l.Dirs = append(l.Dirs, slices.Collect(maps.Keys(a.Reads))...)
+			l.Dirs = append(l.Dirs, slices.Collect(maps.Keys(a.Writes))...)
+		}
+	}
+	doc, err := policy.AllowlistFile(l)
+	if err != nil {
+		return err
+	}
+	if opts.output != "" {
+		if err := os.WriteFile(opts.output, doc, 0o644); err != nil {
+			return fmt.Errorf("policy: %w", err)
+		}
+		return nil
+	}
+	if _, err := stdout.Write(doc); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// observeSessions reads each SESSION argument and returns what it did.
+func observeSessions(ctx context.Context, args []string, pol *policy.Policy) ([]*baseline.Sample, error) {
+	home, err := session.Home()
+	if err != nil {
+		return nil, err
+	}
+	var out []*baseline.Sample
+	for _, a := range args {
+		path, err := session.Resolve(home, a)
+		if err != nil {
+			return nil, err
+		}
+		smp, err := analysis.Observe(ctx, analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto, Policy: pol})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, smp)
+	}
+	return out, nil
 }

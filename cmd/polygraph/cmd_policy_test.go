@@ -136,3 +136,26 @@ func TestRulesList(t *testing.T) {
 		t.Errorf("rules text:\n%s", text.String())
 	}
 }
+
+// TestPolicyLearnVerb: policy learn writes a policy that check accepts,
+// allowing the session's program and directory.
+func TestPolicyLearnVerb(t *testing.T) {
+	m := newTestSession(t, testEvents(), nil, false)
+	out := filepath.Join(t.TempDir(), "learned.yaml")
+	if err := runPolicyLearn(context.Background(), &policyOptions{output: out}, []string{m.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{m.ID, "allowed_programs:\n  - npm\n", "allowed_paths:\n  - ~/p/*\n"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("learned policy lacks %q:\n%s", want, doc)
+		}
+	}
+	var verdict bytes.Buffer
+	if err := runPolicyCheck(context.Background(), &policyOptions{}, out, &verdict); err != nil {
+		t.Errorf("policy check of the learned policy: %v\n%s", err, verdict.String())
+	}
+}

@@ -486,5 +486,13 @@ func (p *Policy) AllowedProgram(names []string) bool { return NameSet(p.AllowedP
 // (AllowedPaths): an allowlist policy.
 func (p *Policy) PathsAllowlisted() bool { return len(p.AllowedPaths) > 0 }
 
-// AllowedPath reports whether path is in AllowedPaths.
-func (p *Policy) AllowedPath(path, home string) bool { return p.allowedPaths.Has(path, home) }
+// AllowedPath reports whether path is in AllowedPaths. A path in the
+// workspace (cwd) or a home is matched in its relative form (Normalise:
+// ./src/x.go, ~/.ssh/id_rsa) only, so that a workspace or home under /tmp
+// is not allowed by /tmp/**; any other path as it is.
+func (p *Policy) AllowedPath(path, cwd, home string) bool {
+	if n := Normalise(path, cwd, home); n != path {
+		return p.allowedPaths.Has(n, "")
+	}
+	return p.allowedPaths.Has(path, home)
+}

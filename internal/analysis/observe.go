@@ -1,0 +1,41 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/polygraph/polygraph/internal/baseline"
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/policy"
+)
+
+// Observe reads the session o names as Run does (o.SessionPath is
+// required) and returns what it did (detect.Observe): what a baseline or
+// an allowlist policy learns from it.
+func Observe(ctx context.Context, o Options) (*baseline.Sample, error) {
+	if o.SessionPath == "" {
+		return nil, ErrNothing
+	}
+	pol := o.Policy
+	if pol == nil {
+		pol = policy.Default()
+	}
+	defer batchGC()()
+	rec, err := readSession(ctx, o.SessionPath)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := findTranscript(o.Transcript, rec.meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	attr := correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("observe %s: %w", o.SessionPath, err)
+	}
+	return detect.Observe(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol}), nil
+}
