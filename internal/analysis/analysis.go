@@ -35,6 +35,10 @@ type Options struct {
 	Transcript string
 	// Policy is the policy to apply (nil: the default).
 	Policy *policy.Policy
+	// Home is the polygraph home whose baseline of the session's agent,
+	// if it has one, the baseline-deviation rule uses (baseline.go); "":
+	// no baseline.
+	Home string
 }
 
 // ErrNothing is returned when neither a session nor a transcript is given.
@@ -100,7 +104,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
+		prof, err := loadBaseline(o.Home, tr, *rec.meta)
+		if err != nil {
+			return nil, err
+		}
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol, Baseline: prof})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)

@@ -8,7 +8,19 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
+
+// loadBaseline returns the baseline profile of the session's agent in the
+// polygraph home home: nil when home is "" or has none.
+func loadBaseline(home string, tr *transcript.Transcript, meta session.Meta) (*baseline.Profile, error) {
+	if home == "" {
+		return nil, nil
+	}
+	agent, version := detect.AgentOf(tr, meta)
+	return baseline.Open(home).Select(agent, version)
+}
 
 // Observe reads the session o names as Run does (o.SessionPath is
 // required) and returns what it did (detect.Observe): what a baseline or

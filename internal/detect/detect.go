@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/policy"
@@ -24,6 +25,9 @@ type Input struct {
 	Attribution *correlate.Result
 	Meta        session.Meta
 	Policy      *policy.Policy // nil: policy.Default()
+	// Baseline is the profile of the session's agent the
+	// baseline-deviation rule judges it by; nil: no baseline.
+	Baseline *baseline.Profile
 }
 
 // Run applies every enabled rule and returns the findings sorted by
