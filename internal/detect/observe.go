@@ -157,6 +157,9 @@ func (s *facts) observedDir(p string) (string, bool) {
 			}
 		}
 	}
+	if n == "." || n == "~" {
+		return n, true // the workspace or home directory itself, listed
+	}
 	anchor, rest := "", n
 	switch {
 	case strings.HasPrefix(n, "./"), strings.HasPrefix(n, "~/"):

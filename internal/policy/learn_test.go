@@ -43,6 +43,7 @@ func TestPathPatterns(t *testing.T) {
 		{"/work/p/README.md", false},
 		{"/home/dev/.ssh/id_rsa", true},
 		{"/tmp/x/y", true},
+		{"/work/p", true},
 		// A home under /tmp is matched as the home, not as /tmp.
 		{"/tmp/h/.aws/credentials", false},
 	} {

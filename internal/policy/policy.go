@@ -489,9 +489,14 @@ func (p *Policy) PathsAllowlisted() bool { return len(p.AllowedPaths) > 0 }
 // AllowedPath reports whether path is in AllowedPaths. A path in the
 // workspace (cwd) or a home is matched in its relative form (Normalise:
 // ./src/x.go, ~/.ssh/id_rsa) only, so that a workspace or home under /tmp
-// is not allowed by /tmp/**; any other path as it is.
+// is not allowed by /tmp/**; any other path as it is. The workspace and
+// home directories themselves are always allowed.
 func (p *Policy) AllowedPath(path, cwd, home string) bool {
-	if n := Normalise(path, cwd, home); n != path {
+	n := Normalise(path, cwd, home)
+	if n == "." || n == "~" {
+		return true // listing the workspace or the home is no access to speak of
+	}
+	if n != path {
 		return p.allowedPaths.Has(n, "")
 	}
 	return p.allowedPaths.Has(path, home)
