@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
@@ -36,7 +37,7 @@ type Options struct {
 	// Policy is the policy to apply (nil: the default).
 	Policy *policy.Policy
 	// Home is the polygraph home whose baseline of the session's agent,
-	// if it has one, the baseline-deviation rule uses (baseline.go); "":
+	// if it has one, the baseline-deviation rule uses (observe.go); "":
 	// no baseline.
 	Home string
 }
@@ -97,6 +98,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var attr *correlate.Result
 	var findings []detect.Finding
+	var prof *baseline.Profile
 	if rec.meta != nil {
 		// Every rule weighs the agent's account against the kernel's;
 		// without a session there is nothing to weigh it against.
@@ -104,14 +106,14 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		prof, err := loadBaseline(o.Home, tr, *rec.meta)
-		if err != nil {
+		if prof, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
 			return nil, err
 		}
 		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol, Baseline: prof})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
+	rep.Notes = append(rep.Notes, baselineNotes(prof)...)
 	return rep, nil
 }
 

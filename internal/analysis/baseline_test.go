@@ -75,6 +75,9 @@ func deviations(t *testing.T, sess, tr, home string) []detect.Finding {
 		t.Fatal(err)
 	}
 	var out []detect.Finding
+	if n := strings.Join(rep.Notes, "\n"); !strings.Contains(n, "judged against the baseline claude-code@") {
+		t.Errorf("the report does not say which baseline judged it: %q", n)
+	}
 	for _, f := range rep.Findings {
 		if f.Rule == "baseline-deviation" {
 			out = append(out, f)

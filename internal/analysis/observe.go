@@ -22,6 +22,16 @@ func loadBaseline(home string, tr *transcript.Transcript, meta session.Meta) (*b
 	return baseline.Open(home).Select(agent, version)
 }
 
+// baselineNotes tell the report's reader which baseline judged the
+// session, so that no baseline-deviation finding means something.
+func baselineNotes(p *baseline.Profile) []string {
+	if p == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("judged against the baseline %s (%d sessions; a tool kind needs %d to be judged; docs/baselines.md)",
+		p.Key(), len(p.Sessions), baseline.MinSessions)}
+}
+
 // Observe reads the session o names as Run does (o.SessionPath is
 // required) and returns what it did (detect.Observe): what a baseline or
 // an allowlist policy learns from it.

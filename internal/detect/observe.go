@@ -52,6 +52,7 @@ func (s *facts) observe() *baseline.Sample {
 		return a
 	}
 	callExecs := map[string][]time.Time{}
+	dirs := dirCache{}
 	for i, e := range s.events {
 		f := &s.byEvent[i]
 		if f.flags&fOwn != 0 {
@@ -79,7 +80,7 @@ func (s *facts) observe() *baseline.Sample {
 				smp.Unallowed.Add(dest, e.Seq)
 			}
 		case f.path >= 0:
-			s.observeFile(act, kind, i, f)
+			s.observeFile(act, kind, i, f, dirs)
 		}
 	}
 	if s.in.Transcript == nil {
@@ -95,19 +96,36 @@ func (s *facts) observe() *baseline.Sample {
 	return smp
 }
 
+// dirCache keeps observedDir's answers by path id: a session opens the
+// same few thousand paths over and over.
+type dirCache map[int32]struct {
+	dir string
+	ok  bool
+}
+
+// dir is observedDir of the path with id.
+func (c dirCache) dir(s *facts, id int32) (string, bool) {
+	v, seen := c[id]
+	if !seen {
+		v.dir, v.ok = s.observedDir(s.paths.strs[id])
+		c[id] = v
+	}
+	return v.dir, v.ok
+}
+
 // observeFile takes file event events[i], with fact f, into the sample.
-func (s *facts) observeFile(act func(string) *baseline.Activity, kind string, i int, f *fact) {
+func (s *facts) observeFile(act func(string) *baseline.Activity, kind string, i int, f *fact, dirs dirCache) {
 	e := s.events[i]
 	if f.flags&fRead != 0 {
 		if _, ok := s.match(setSensitive, f.path); ok || s.is(setAgentConfig, f.path) {
 			act(kind).Sensitive.Add(s.normalise(e.Path), e.Seq)
 		}
-		if d, ok := s.observedDir(e.Path); ok {
+		if d, ok := dirs.dir(s, f.path); ok {
 			act(kind).Reads.Add(d, e.Seq)
 		}
 	}
 	if f.written >= 0 {
-		if d, ok := s.observedDir(s.paths.strs[f.written]); ok {
+		if d, ok := dirs.dir(s, f.written); ok {
 			act(kind).Writes.Add(d, e.Seq)
 		}
 	}

@@ -23,10 +23,16 @@ func unexpectedPath(s *run) []Finding {
 		return nil
 	}
 	var g groups
+	allowed := map[int32]bool{} // by path id: paths repeat
 	add := func(i int, id int32, how string) {
 		e := s.events[i]
 		p := s.paths.strs[id]
-		if systemRead(p) || s.pol.AllowedPath(p, s.in.Meta.Cwd, s.home) {
+		ok, seen := allowed[id]
+		if !seen {
+			ok = systemRead(p) || s.pol.AllowedPath(p, s.in.Meta.Cwd, s.home)
+			allowed[id] = ok
+		}
+		if ok {
 			return
 		}
 		call, who := s.actor(e)
