@@ -69,6 +69,9 @@ func (s *facts) observe() *baseline.Sample {
 				callExecs[call] = append(callExecs[call], e.TS)
 			}
 		case f.flags&(fEgress|fNetSent) != 0:
+			if s.internalLoopback(e) {
+				continue // a server of the tree's own, on whatever port it got
+			}
 			p := s.peerOf(e)
 			dest := destination(e, p)
 			a := act(kind)

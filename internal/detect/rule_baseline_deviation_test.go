@@ -15,6 +15,7 @@ func TestBaselineDeviation(t *testing.T) {
 	for i, id := range []string{"s1", "s2", "s3"} {
 		b := newBuilder()
 		work(b, false)
+		selfServer(b, uint16(41000+i))
 		in := b.input()
 		in.Meta.ID = id
 		prof.Add(Observe(in), time.Now())
@@ -53,6 +54,7 @@ func TestBaselineDeviation(t *testing.T) {
 	}
 	b := newBuilder()
 	work(b, false)
+	selfServer(b, 41999)
 	in := b.input()
 	in.Baseline = prof
 	for _, f := range Run(in) {
@@ -60,4 +62,15 @@ func TestBaselineDeviation(t *testing.T) {
 			t.Errorf("honest session flagged: %s", f.Title)
 		}
 	}
+}
+
+// selfServer is a test run that serves on a port of its own and connects
+// to it: a port that changes from run to run and is no host contacted.
+func selfServer(b *builder, port uint16) {
+	ag := b.agent(300, "/usr/local/bin/claude")
+	b.shell("t2", "go test ./...")
+	tst := ag.spawn(301, "t2", "/tmp/go-build1/x.test", "x.test")
+	tst.bind(port)
+	tst.connect("127.0.0.1", port)
+	tst.sent("127.0.0.1", port, 300)
 }
