@@ -40,7 +40,7 @@ $POLYGRAPH_HOME/baselines (docs/baselines.md).`,
 		Args: cobra.NoArgs,
 	}
 	learn := &cobra.Command{
-		Use:   "learn SESSION... [--json]",
+		Use:   "learn SESSION... [--json] [--policy F]",
 		Short: "Learn sessions into their agents' baselines",
 		Long: `Read each SESSION (with its transcript, found as report finds it) and add
 what it did to the baseline of its agent and version. A session already
@@ -51,6 +51,7 @@ learned is skipped. With --json, one object per session per line.`,
 		},
 	}
 	learn.Flags().BoolVar(&opts.json, "json", false, "one JSON object per session per line")
+	learn.Flags().StringVar(&opts.policy, "policy", "", "policy whose credential paths count as sensitive (default: the built-in policy)")
 	show := &cobra.Command{
 		Use:   "show [AGENT[@VERSION]] [--json]",
 		Short: "List the baselines, or show one",
@@ -64,7 +65,7 @@ kind. With --json, the list (one object per line) or the profile as stored.`,
 	}
 	show.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	check := &cobra.Command{
-		Use:   "check SESSION [--json]",
+		Use:   "check SESSION [--json] [--policy F]",
 		Short: "Say how a session differs from its agent's baseline",
 		Long: `Compare SESSION with the baseline of its agent (the agent's version's, else
 the agent's largest) and print each deviation: what is new, or how far
@@ -77,6 +78,7 @@ With --json, one object: {"session", "baseline", "deviations", "notes"}.`,
 		},
 	}
 	check.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	check.Flags().StringVar(&opts.policy, "policy", "", "policy whose credential paths count as sensitive (default: the built-in policy)")
 	cmd.AddCommand(learn, show, check)
 	return cmd
 }
