@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
@@ -36,6 +37,10 @@ type Options struct {
 	Transcript string
 	// Policy is the policy to apply (nil: the default).
 	Policy *policy.Policy
+	// Home is the polygraph home whose baseline of the session's agent,
+	// if it has one, the baseline-deviation rule uses (observe.go); "":
+	// no baseline.
+	Home string
 }
 
 // ErrNothing is returned when neither a session nor a transcript is given.
@@ -96,6 +101,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var attr *correlate.Result
 	var findings []detect.Finding
+	var prof *baseline.Profile
 	if rec.meta != nil {
 		// Every rule weighs the agent's account against the kernel's;
 		// without a session there is nothing to weigh it against.
@@ -103,12 +109,16 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if prof, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
+			return nil, err
+		}
 		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
-			Verdicts: rec.verdicts})
+			Verdicts: rec.verdicts, Baseline: prof})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
 	rep.AddIntegrity(attr, integrityViews(rec.verdicts))
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
+	rep.Notes = append(rep.Notes, baselineNotes(prof)...)
 	return rep, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
@@ -32,6 +33,9 @@ type Input struct {
 	// with the session (none for older sessions); the binary-modified and
 	// untrusted-binary rules read them.
 	Verdicts []integrity.Result
+	// Baseline is the profile of the session's agent the
+	// baseline-deviation rule judges it by; nil: no baseline.
+	Baseline *baseline.Profile
 }
 
 // Run applies every enabled rule and returns the findings sorted by
