@@ -166,13 +166,24 @@ func TestPolicyLearn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The recorded session keeps its scenario's start-up hook, which
+		// no tool call explains (medium under any policy): what the
+		// learned policy must not add is a medium+ finding of its own.
+		plain, err := Run(t.Context(), Options{SessionPath: sess, Transcript: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		already := map[string]bool{}
+		for _, f := range plain.Findings {
+			already[f.Rule+"\x00"+f.Title] = true
+		}
 		got := map[string]bool{}
 		all := map[string]bool{}
 		for _, f := range rep.Findings {
 			all[f.Rule] = true
 			if f.Severity.Rank() >= detect.SeverityMedium.Rank() {
 				got[f.Rule] = true
-				if !tt.attack {
+				if !tt.attack && !already[f.Rule+"\x00"+f.Title] {
 					t.Errorf("honest session under the learned policy: %s %s: %s", f.Severity, f.Title, f.Detail)
 				}
 			}
