@@ -89,6 +89,12 @@ func New(opts Options) (*Sensor, error) {
 	}
 	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
 	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+	// The kernel side tells a signal aimed at polygraph by its pid.
+	if v := spec.Variables["sensor_pid"]; v != nil {
+		if err := v.Set(uint32(os.Getpid())); err != nil {
+			return nil, fmt.Errorf("set sensor pid: %w", err)
+		}
+	}
 
 	s := &Sensor{queue: make(chan *event.Event, opts.QueueLen)}
 	// Drop the optional programs whose hook this kernel lacks, instead of

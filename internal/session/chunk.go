@@ -83,17 +83,31 @@ const (
 	fPathRequested protowire.Number = 46
 	fPathDiffers   protowire.Number = 47
 	fDeleted       protowire.Number = 48 // exec
+	// more of event.Network
+	fAddrUser   protowire.Number = 49
+	fFastOpen   protowire.Number = 50
+	fPeerPID    protowire.Number = 51
+	fPeerExe    protowire.Number = 52
+	fPeerInTree protowire.Number = 53 // varint 0 or 1, written whenever PeerInTree is set
+	// event.Call
+	fTargetPID    protowire.Number = 54
+	fTargetExecID protowire.Number = 55
+	fMethod       protowire.Number = 56
+	fAdopted      protowire.Number = 57
+	fSigno        protowire.Number = 58
+	fBPFCmd       protowire.Number = 59
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fDeleted
+const lastField = fBPFCmd
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
 var kindCodes = map[event.Kind]uint64{
 	event.KindExec: 1, event.KindFork: 2, event.KindExit: 3, event.KindOpen: 4, event.KindRename: 5,
 	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
-	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14,
+	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14, event.KindSend: 15,
+	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19,
 }
 
 // kindByCode is kindCodes inverted.
@@ -236,6 +250,23 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		}
 		uint(fBytesSent, n.BytesSent)
 		uint(fBytesRecv, n.BytesRecv)
+		flag(fAddrUser, n.AddrUser)
+		flag(fFastOpen, n.FastOpen)
+		uint(fPeerPID, uint64(n.PeerPID))
+		str(fPeerExe, n.PeerExe)
+		if n.PeerInTree != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fPeerInTree, protowire.VarintType), b2u(*n.PeerInTree))
+		}
+	}
+	if c := ev.Call; c != nil {
+		uint(fTargetPID, uint64(c.TargetPID))
+		str(fTargetExecID, c.TargetExecID)
+		str(fMethod, c.Method)
+		flag(fAdopted, c.Adopted)
+		if c.Signo != 0 {
+			sint(fSigno, int64(c.Signo))
+		}
+		str(fBPFCmd, c.BPFCmd)
 	}
 
 	n := len(buf) - body
@@ -251,6 +282,13 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 	copy(buf[start+len(l):], buf[body:body+n])
 	copy(buf[start:], l)
 	return buf
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // binaryMaxVarint is the longest varint.
@@ -327,10 +365,12 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		}
 		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted) && ev.Process == nil {
 			ev.Process = d.in.process()
-		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
+		} else if (fFamily <= num && num <= fBytesRecv || fAddrUser <= num && num <= fPeerInTree) && ev.Network == nil {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
+		} else if fTargetPID <= num && num <= fBPFCmd && ev.Call == nil {
+			ev.Call = &event.Call{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -400,6 +440,21 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Nlink = uint32(v)
 		case fDeleted:
 			ev.Deleted = v != 0
+		case fAddrUser:
+			ev.AddrUser = v != 0
+		case fFastOpen:
+			ev.FastOpen = v != 0
+		case fPeerPID:
+			ev.PeerPID = uint32(v)
+		case fPeerInTree:
+			in := v != 0
+			ev.PeerInTree = &in
+		case fTargetPID:
+			ev.TargetPID = uint32(v)
+		case fAdopted:
+			ev.Adopted = v != 0
+		case fSigno:
+			ev.Signo = int(protowire.DecodeZigZag(v))
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -470,6 +525,14 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.PathRequested = s
 	case fPathDiffers:
 		ev.PathDiffers = s
+	case fPeerExe:
+		ev.PeerExe = s
+	case fTargetExecID:
+		ev.TargetExecID = s
+	case fMethod:
+		ev.Method = s
+	case fBPFCmd:
+		ev.BPFCmd = s
 	}
 }
 
@@ -478,7 +541,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
 		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers} {
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd} {
 		m[f] = true
 	}
 	return m
