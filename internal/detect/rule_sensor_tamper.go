@@ -1,0 +1,41 @@
+package detect
+
+import (
+	"fmt"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+func init() {
+	register(&Rule{
+		ID:         "sensor-tamper",
+		Summary:    "a signal aimed at polygraph itself from the traced tree (kill, tkill, tgkill, pidfd_send_signal)",
+		Severity:   SeverityHigh,
+		Frameworks: Frameworks{ATTACK: []string{"T1562.001"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
+		check:      sensorTamper,
+	})
+}
+
+// sensorTamper is the sensor-tamper rule: the tree signalled the process
+// recording it. Even signal 0 (a probe: is it there?) counts; the sensor
+// records only signals whose target is polygraph's pid, or every process.
+func sensorTamper(s *run) []Finding {
+	var out []Finding
+	for _, e := range s.events {
+		if e.Kind != event.KindSignal || e.Call == nil {
+			continue
+		}
+		call, who := s.actor(e)
+		target := fmt.Sprintf("polygraph (pid %d)", e.TargetPID)
+		if int32(e.TargetPID) == -1 {
+			target = "every process, polygraph included"
+		}
+		res := "delivered"
+		if e.Failed() {
+			res = fmt.Sprintf("refused (%d)", *e.Result)
+		}
+		detail := fmt.Sprintf("%s sent signal %d to %s with %s: %s.", who, e.Signo, target, e.Method, res)
+		out = append(out, s.finding(s.rule.Severity, "Signal sent to the recorder", detail, call, []uint64{e.Seq}, false))
+	}
+	return out
+}
