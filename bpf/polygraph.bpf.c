@@ -638,19 +638,62 @@ static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
 	return BPF_CORE_READ(sock, sk);
 }
 
-/* sock_addr builds a sockaddr_in/in6 of sk's peer in data at off. */
-static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32 off)
+/* sock_view is what the socket paths ask of a socket. */
+struct sock_view {
+	__u32 daddr;
+	__u16 dport;
+	__u16 family;
+	__u16 type;
+	__u16 proto;
+};
+
+/* read_sock_view fills v from sk with two probe reads where the kernel
+ * keeps the fields together (the head of sock_common: daddr, dport,
+ * family; sk_type next to sk_protocol), instead of one per field: a send
+ * pays it on every call, a connect on each. */
+static __always_inline void read_sock_view(struct sock *sk, struct sock_view *v)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u64 oa = bpf_core_field_offset(struct sock, __sk_common.skc_daddr);
+	__u64 op = bpf_core_field_offset(struct sock, __sk_common.skc_dport);
+	__u64 of = bpf_core_field_offset(struct sock, __sk_common.skc_family);
+	if (oa == 0 && op <= 30 && of <= 30 && !((op | of) & 1)) {
+		__u8 head[32] = {};
+		bpf_probe_read_kernel(head, sizeof(head), sk);
+		v->daddr = *(__u32 *)head;
+		v->dport = *(__u16 *)&head[op & 30];
+		v->family = *(__u16 *)&head[of & 30];
+	} else {
+		v->daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		v->dport = BPF_CORE_READ(sk, __sk_common.skc_dport);
+		v->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	}
+	__u64 ot = bpf_core_field_offset(struct sock, sk_type);
+	__u64 opr = bpf_core_field_offset(struct sock, sk_protocol);
+	if (opr == ot + 2 || ot == opr + 2) {
+		__u64 lo = ot < opr ? ot : opr;
+		__u32 w = 0; /* both, little-endian (x86-64 and arm64 are) */
+		bpf_probe_read_kernel(&w, sizeof(w), (void *)sk + lo);
+		v->type = ot == lo ? w & 0xFFFF : w >> 16;
+		v->proto = ot == lo ? w >> 16 : w & 0xFFFF;
+	} else {
+		v->type = BPF_CORE_READ(sk, sk_type);
+		v->proto = BPF_CORE_READ(sk, sk_protocol);
+	}
+}
+
+/* view_addr builds a sockaddr_in/in6 of sk's peer (v is its view) in
+ * data at off. */
+static __always_inline __u32 view_addr(struct sock *sk, struct sock_view *v, struct scratch *s, __u32 off)
+{
 	__u8 *d = &s->b[OFF(off)];
 	__builtin_memset(d, 0, 28);
-	*(__u16 *)d = family;
-	*(__u16 *)(d + 2) = BPF_CORE_READ(sk, __sk_common.skc_dport);
-	if (family == AF_INET) {
-		*(__u32 *)(d + 4) = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	*(__u16 *)d = v->family;
+	*(__u16 *)(d + 2) = v->dport;
+	if (v->family == AF_INET) {
+		*(__u32 *)(d + 4) = v->daddr;
 		return 16;
 	}
-	if (family == AF_INET6) {
+	if (v->family == AF_INET6) {
 		/* not BPF_CORE_READ_INTO: it reads sizeof(*dst), 1 byte here */
 		bpf_core_read(d + 8, 16, &sk->__sk_common.skc_v6_daddr);
 		return 28;
@@ -689,15 +732,13 @@ static __always_inline __u32 unix_peer(struct sock *sk, struct ev_sock *e, struc
  * it has one (what the kernel connected to, whatever a second thread did
  * to the sockaddr since), else the sockaddr as the process passed it (a
  * failed connect, AF_UNSPEC). */
-static __always_inline __u32 connect_addr(struct sock *sk, struct ev_sock *e, struct scratch *s, __u64 uaddr, __u32 ulen, long ret)
+static __always_inline __u32 connect_addr(struct sock *sk, struct sock_view *v, struct ev_sock *e, struct scratch *s,
+					  __u64 uaddr, __u32 ulen, long ret)
 {
-	if (sk) {
-		__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-		if ((family == AF_INET || family == AF_INET6) && BPF_CORE_READ(sk, __sk_common.skc_dport)) {
-			e->sflags |= SF_SOCK;
-			e->addr_len = sock_addr(sk, s, 0);
-			return e->addr_len;
-		}
+	if (sk && (v->family == AF_INET || v->family == AF_INET6) && v->dport) {
+		e->sflags |= SF_SOCK;
+		e->addr_len = view_addr(sk, v, s, 0);
+		return e->addr_len;
 	}
 	__u32 n = bounded(ulen, SOCKADDR_MAX);
 	if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)uaddr))
@@ -736,38 +777,35 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_sock *e = sock_event(s, pi, t, v.kind, ret, v.dfd);
 	__u32 n = 0;
-	struct sock *sk = 0;
+	struct sock_view sv = {};
+	struct sock *sk = fd_sock(t, v.kind == EV_ACCEPT ? ret : v.dfd);
+	if (v.kind == EV_ACCEPT && ret < 0)
+		sk = 0;
+	if (sk)
+		read_sock_view(sk, &sv);
 	if (v.kind == EV_ACCEPT) {
-		if (ret >= 0) {
-			sk = fd_sock(t, ret);
-			if (sk) {
-				n = sock_addr(sk, s, 0);
-				e->sflags |= SF_SOCK;
-			}
+		if (sk) {
+			n = view_addr(sk, &sv, s, 0);
+			e->sflags |= SF_SOCK;
 		}
+	} else if (v.kind == EV_CONNECT) {
+		n = connect_addr(sk, &sv, e, s, v.p1, v.flags, ret);
 	} else {
-		sk = fd_sock(t, v.dfd);
-		if (v.kind == EV_CONNECT) {
-			n = connect_addr(sk, e, s, v.p1, v.flags, ret);
-		} else {
-			n = bounded(v.flags, SOCKADDR_MAX);
-			if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)v.p1))
-				n = 0;
-		}
+		n = bounded(v.flags, SOCKADDR_MAX);
+		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)v.p1))
+			n = 0;
 	}
 	if (v.kind != EV_CONNECT)
 		e->addr_len = n & 0xFFFF;
-	if (sk) {
-		e->proto = BPF_CORE_READ(sk, sk_protocol);
-		e->sock_type = BPF_CORE_READ(sk, sk_type);
-	}
+	e->proto = sv.proto;
+	e->sock_type = sv.type;
 	submit_scratch(s, n);
 	return 0;
 }
 
-/* ---- sends that name their destination ---- */
+/* ---- sends: DNS messages, and destinations named per message ---- */
 
-/* peer_of fills k from a sockaddr_in/in6 at sa (in scratch). */
+/* peer_of fills k from a sockaddr_in/in6. */
 static __always_inline bool peer_of(struct peer_key *k, const __u8 *sa, __u32 n)
 {
 	__u16 family = *(__u16 *)sa;
@@ -784,102 +822,87 @@ static __always_inline bool peer_of(struct peer_key *k, const __u8 *sa, __u32 n)
 	return false;
 }
 
-/* report_send counts the bytes of a send on an unconnected datagram or
- * raw socket against the destination the process named, and reports the
- * first send of the process to each destination (EV_SEND): the socket
- * has no peer (sock_send_length would count them against 0.0.0.0, so
- * count_bytes leaves them here), and the kernel keeps no record of where
- * the message went, so the destination is read from the sender's memory
- * at sys_exit (a second thread could have changed it since the kernel
- * copied it; SF_USER says so). A TCP Fast Open send is a connect: the
- * socket has its peer by sys_exit, read from there. */
-static __always_inline int report_send(struct proc_info *pi, struct sock *sk, long fd, __u64 uaddr, __u32 alen,
-				       __u32 mflags, long ret)
+/* report_fastopen reports a TCP Fast Open sendto/sendmsg as the connect
+ * it is: the socket has its peer by sys_exit, read from there. */
+static __always_inline int report_fastopen(struct proc_info *pi, struct sock *sk, struct sock_view *v, long fd,
+					   __u64 uaddr, __u32 alen, long ret)
 {
-	__u16 type = BPF_CORE_READ(sk, sk_type);
-	if (type == SOCK_STREAM) {
-		if (!(mflags & MSG_FASTOPEN))
-			return 0; /* a connected stream ignores the address */
-		struct scratch *s = get_scratch();
-		if (!s)
-			return 0;
-		struct task_struct *t = bpf_get_current_task_btf();
-		struct ev_sock *e = sock_event(s, pi, t, EV_CONNECT, ret, fd);
-		e->sflags = SF_FASTOPEN;
-		__u32 n = connect_addr(sk, e, s, uaddr, alen, ret);
-		e->proto = BPF_CORE_READ(sk, sk_protocol);
-		e->sock_type = type;
-		submit_scratch(s, n);
-		return 0;
-	}
-	if (ret <= 0 || (type != SOCK_DGRAM && type != SOCK_RAW))
-		return 0;
-	if (BPF_CORE_READ(sk, __sk_common.skc_dport) || BPF_CORE_READ(sk, __sk_common.skc_daddr))
-		return 0; /* connected: count_bytes counted it against the peer */
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
-	__u32 n = bounded(alen, 28);
-	if (n < 8 || bpf_probe_read_user(&s->b[OFF(0)], n & 0x1F, (void *)uaddr))
-		return 0;
-	struct peer_key k = {};
-	if (!peer_of(&k, &s->b[OFF(0)], n))
-		return 0;
-	k.pid = bpf_get_current_pid_tgid() >> 32;
-	struct peer_val *pv = bpf_map_lookup_elem(&peer_bytes, &k);
-	if (pv) {
-		__sync_fetch_and_add(&pv->sent, ret);
-		pv->last_ns = bpf_ktime_get_boot_ns();
-		return 0;
-	}
-	struct peer_val z = {.sent = ret, .last_ns = bpf_ktime_get_boot_ns()};
-	pi->flags |= PI_PEERS;
-	bpf_map_update_elem(&peer_bytes, &k, &z, BPF_NOEXIST);
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct ev_sock *e = sock_event(s, pi, t, EV_SEND, ret, fd);
-	e->sflags = SF_USER;
-	e->proto = BPF_CORE_READ(sk, sk_protocol);
-	e->sock_type = type;
-	e->addr_len = n;
+	struct ev_sock *e = sock_event(s, pi, t, EV_CONNECT, ret, fd);
+	e->sflags = SF_FASTOPEN;
+	__u32 n = connect_addr(sk, v, e, s, uaddr, alen, ret);
+	e->proto = v->proto;
+	e->sock_type = v->type;
 	submit_scratch(s, n);
 	return 0;
 }
 
-/* ---- DNS: messages the tree sends to port 53 ---- */
-
-/* report_dns emits a DNS message if the destination (uaddr, when the
- * process named one, else the socket's peer) is port 53. */
-static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
+/* report_send counts the bytes of a send on an unconnected datagram or
+ * raw socket against the destination the process named (sa, n bytes),
+ * and reports the first send of the process to each destination
+ * (EV_SEND): the socket has no peer (sock_send_length would count them
+ * against 0.0.0.0, so count_bytes leaves them here), and the kernel keeps
+ * no record of where the message went, so the destination is the one read
+ * from the sender's memory at sys_exit (a second thread could have
+ * changed it since the kernel copied it; SF_USER says so). */
+static __always_inline int report_send(struct proc_info *pi, struct sock_view *v, long fd, const __u8 *sa, __u32 n,
+				       long ret)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (family != AF_INET && family != AF_INET6)
+	if (ret <= 0 || (v->type != SOCK_DGRAM && v->type != SOCK_RAW))
 		return 0;
-	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
-	__u16 port;
-	if (uaddr) {
-		__u16 sa[2] = {};
-		bpf_probe_read_user(&sa, sizeof(sa), (void *)uaddr);
-		port = bpf_ntohs(sa[1]);
-	} else {
-		port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (v->dport || v->daddr)
+		return 0; /* connected: count_bytes counted it against the peer */
+	struct peer_key k = {};
+	if (!peer_of(&k, sa, n))
+		return 0;
+	k.pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct peer_val *pv = bpf_map_lookup_elem(&peer_bytes, &k);
+	if (pv) {
+		__sync_fetch_and_add(&pv->sent, ret);
+		pv->last_ns = now;
+		return 0;
 	}
-	if (port != 53)
+	struct peer_val z = {.sent = ret, .last_ns = now};
+	pi->flags |= PI_PEERS;
+	bpf_map_update_elem(&peer_bytes, &k, &z, BPF_NOEXIST);
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	struct ev_sock *e = sock_event(s, pi, bpf_get_current_task_btf(), EV_SEND, ret, fd);
+	e->sflags = SF_USER;
+	e->proto = v->proto;
+	e->sock_type = v->type;
+	e->addr_len = n;
+	__builtin_memcpy(&s->b[OFF(0)], sa, 28);
+	submit_scratch(s, n);
+	return 0;
+}
+
+/* report_dns emits a DNS message if the destination (the n bytes at sa,
+ * when the process named one, else the socket's peer) is port 53. */
+static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, struct sock_view *v, const __u8 *sa,
+				      __u32 n, __u64 buf, __u64 len)
+{
+	if (v->family != AF_INET && v->family != AF_INET6)
+		return 0;
+	__u16 port = n ? *(__u16 *)(sa + 2) : v->dport;
+	if (bpf_ntohs(port) != 53)
 		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
 	struct ev_dns *e = (void *)s->b;
 	fill_header(&e->h, bpf_get_current_task_btf(), EV_DNS, bpf_ktime_get_boot_ns(), pi->image_ns);
-	e->proto = proto;
+	e->proto = v->proto;
 	e->_pad0 = 0;
-	__u32 n;
-	if (uaddr) {
-		n = bounded(alen, 28);
-		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x1F, (void *)uaddr))
-			n = 0;
-	} else {
-		n = sock_addr(sk, s, 0);
-	}
+	if (n)
+		__builtin_memcpy(&s->b[OFF(0)], sa, 28);
+	else
+		n = view_addr(sk, v, s, 0);
 	e->addr_len = n;
 	__u32 dl = bounded(len, DNS_MAX);
 	if (bpf_probe_read_user(&s->b[OFF(n)], dl & 0x3FF, (void *)buf))
@@ -890,16 +913,28 @@ static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, __u
 }
 
 /* report_sent handles a send: its DNS message, and its destination where
- * it names one. The socket lookup is paid here only, on sends. */
+ * it names one (read once, for both). The socket lookup is paid here
+ * only, on sends. */
 static __always_inline int report_sent(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u32 mflags,
 				       __u64 buf, __u64 len, long ret)
 {
 	struct sock *sk = fd_sock(bpf_get_current_task_btf(), fd);
 	if (!sk)
 		return 0;
-	report_dns(pi, sk, uaddr, alen, buf, len);
-	if (uaddr)
-		report_send(pi, sk, fd, uaddr, alen, mflags, ret);
+	struct sock_view v;
+	read_sock_view(sk, &v);
+	if (v.type == SOCK_STREAM && (mflags & MSG_FASTOPEN) && uaddr)
+		report_fastopen(pi, sk, &v, fd, uaddr, alen, ret);
+	__u8 sa[28] = {};
+	__u32 n = 0;
+	if (uaddr && v.type != SOCK_STREAM) { /* a connected stream ignores the address */
+		n = bounded(alen, 28);
+		if (n < 4 || bpf_probe_read_user(sa, n & 0x1F, (void *)uaddr))
+			n = 0;
+	}
+	report_dns(pi, sk, &v, sa, n, buf, len);
+	if (n)
+		report_send(pi, &v, fd, sa, n, ret);
 	return 0;
 }
 
@@ -1134,7 +1169,12 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return report_sent(pi, A(0), A(4), A(5), A(3), A(1), A(2), ret);
 	case NR_write: {
 		struct sock *sk = fd_sock(bpf_get_current_task_btf(), A(0));
-		return sk ? report_dns(pi, sk, 0, 0, A(1), A(2)) : 0;
+		if (!sk)
+			return 0;
+		struct sock_view v;
+		__u8 none[4] = {};
+		read_sock_view(sk, &v);
+		return report_dns(pi, sk, &v, none, 0, A(1), A(2));
 	}
 	case NR_sendmsg:
 		return report_msg(pi, A(0), A(1), A(2), ret);

@@ -110,6 +110,11 @@ func New(opts Options) (*Sensor, error) {
 	}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
+		// The verifier refuses with EACCES too: that is no lack of privilege.
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load BPF programs: the verifier refused them: %w", err)
+		}
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, ErrPermission
 		}
