@@ -163,7 +163,8 @@ struct ev_call {
 	__u32 arg;
 	__u8 method;
 	__u8 adopted; /* inject: the target was outside the tree and is traced from now */
-	__u16 _pad0;
+	__u8 ns_local; /* inject: the caller is in a child pid namespace: target is its number there */
+	__u8 _pad0;
 	__u32 _pad1;
 	__u64 target_image_ns; /* inject, adopted: the image_ns its events carry from now */
 };

@@ -757,6 +757,7 @@ static __always_inline struct ev_sock *sock_event(struct scratch *s, struct proc
 	fill_header(&e->h, t, kind, bpf_ktime_get_boot_ns(), pi->image_ns);
 	e->result = ret;
 	e->fd = fd;
+	e->addr_len = 0;
 	e->proto = 0;
 	e->peer_pid = 0;
 	e->sock_type = 0;
@@ -787,6 +788,9 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 		if (sk) {
 			n = view_addr(sk, &sv, s, 0);
 			e->sflags |= SF_SOCK;
+			e->addr_len = n;
+			if (sv.family == AF_UNIX) /* the connecting process */
+				n += unix_peer(sk, e, s, n);
 		}
 	} else if (v.kind == EV_CONNECT) {
 		n = connect_addr(sk, &sv, e, s, v.p1, v.flags, ret);
@@ -795,7 +799,7 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)v.p1))
 			n = 0;
 	}
-	if (v.kind != EV_CONNECT)
+	if (v.kind == EV_BIND)
 		e->addr_len = n & 0xFFFF;
 	e->proto = sv.proto;
 	e->sock_type = sv.type;
@@ -962,7 +966,39 @@ static __always_inline void report_mmsg(struct proc_info *pi, long fd, __u64 vec
 	report_msg(pi, fd, mh, mflags, sent);
 }
 
+/* mmsg_ctx is a sendmmsg's walk in progress (see mmsg_step). */
+struct mmsg_ctx {
+	struct proc_info *pi;
+	__u64 fd;
+	__u64 vec;
+	long ret;
+	__u32 mflags;
+	__u32 _pad;
+};
+
+/* MMSG_MAX bounds the messages of one sendmmsg that are looked at. */
+#define MMSG_MAX 64
+
+/* mmsg_step reports message i of a sendmmsg. Through bpf_loop the
+ * verifier checks one step however many messages there are. */
+static long mmsg_step(__u64 i, void *ctx)
+{
+	struct mmsg_ctx *c = ctx;
+	if (!c->pi)
+		return 1;
+	report_mmsg(c->pi, c->fd, c->vec, i, c->mflags, c->ret);
+	return 0;
+}
+
 /* ---- calls aimed at other processes and at the kernel ---- */
+
+/* initial_pid_ns reports whether the current task's pids are those of
+ * the initial pid namespace, the numbers the sensor keys processes by. */
+static __always_inline bool initial_pid_ns(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	return t->thread_pid->level == 0;
+}
 
 /* report_call sends an ev_call. An inject that worked on a process
  * outside the tree brings the target in: it is tracked from now, with
@@ -984,10 +1020,15 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 	e->arg = arg;
 	e->method = method;
 	e->adopted = 0;
+	e->ns_local = 0;
 	e->_pad0 = 0;
 	e->_pad1 = 0;
 	e->target_image_ns = 0;
-	if (kind == EV_INJECT && target && target != sensor_pid) {
+	if (method != CALL_PROC_MEM && !initial_pid_ns()) {
+		/* the number is the caller's namespace's: another process's
+		 * here, so nothing is looked up or adopted under it */
+		e->ns_local = 1;
+	} else if (kind == EV_INJECT && target && target != sensor_pid) {
 		struct proc_info *tpi = bpf_map_lookup_elem(&tracked, &target);
 		if (tpi) {
 			e->target_image_ns = tpi->image_ns;
@@ -1039,10 +1080,12 @@ static __always_inline __u32 pidfd_target(long fd)
 }
 
 /* at_sensor reports whether a signal to pid (a kill(2) target) reaches
- * polygraph: its pid, or every process (-1). */
+ * polygraph: its pid, or every process (-1). A caller in a child pid
+ * namespace names other processes by those numbers (and cannot see
+ * polygraph's). */
 static __always_inline bool at_sensor(__s32 pid, __u32 sig)
 {
-	return pid == (__s32)sensor_pid || (pid == -1 && sig != 0);
+	return (pid == (__s32)sensor_pid || (pid == -1 && sig != 0)) && initial_pid_ns();
 }
 
 /* ---- the syscall dispatch ---- */
@@ -1180,12 +1223,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return report_msg(pi, A(0), A(1), A(2), ret);
 	case NR_sendmmsg: {
 		/* glibc sends the A and AAAA queries together with sendmmsg. */
-		__u64 fd = A(0), vec = A(1);
-		__u32 mf = A(3);
-		if (ret <= 0)
-			return 0;
-		report_mmsg(pi, fd, vec, 0, mf, ret);
-		report_mmsg(pi, fd, vec, 1, mf, ret);
+		struct mmsg_ctx c = {.pi = pi, .fd = A(0), .vec = A(1), .ret = ret, .mflags = A(3)};
+		if (ret > 0)
+			bpf_loop(ret < MMSG_MAX ? ret : MMSG_MAX, mmsg_step, &c, 0);
 		return 0;
 	}
 	case NR_ptrace: {
@@ -1201,11 +1241,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 		return report_call(pi, EV_SIGNAL, CALL_KILL, A(0), A(1), ret, false);
 	case NR_tkill:
-		if ((__u32)A(0) != sensor_pid)
+		if ((__u32)A(0) != sensor_pid || !initial_pid_ns())
 			return 0;
 		return report_call(pi, EV_SIGNAL, CALL_TKILL, A(0), A(1), ret, false);
 	case NR_tgkill:
-		if ((__u32)A(0) != sensor_pid)
+		if ((__u32)A(0) != sensor_pid || !initial_pid_ns())
 			return 0;
 		return report_call(pi, EV_SIGNAL, CALL_TGKILL, A(0), A(2), ret, false);
 	case NR_pidfd_send_signal: {

@@ -167,6 +167,7 @@ struct upid {
 };
 
 struct pid {
+	unsigned int level;         /* of the namespace it was made in: 0 is the initial one */
 	struct hlist_head tasks[4]; /* by enum pid_type: PIDTYPE_PID first */
 	struct upid numbers[1];     /* numbers[0]: the initial namespace's */
 };
@@ -235,6 +236,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
 	struct hlist_node pid_links[4];
+	struct pid *thread_pid;
 };
 
 struct linux_binprm {

@@ -232,6 +232,10 @@ type Call struct {
 	// from this call on, its image's parent_exec_id the injector's image,
 	// so its later events are attributed through the injector.
 	Adopted bool `json:"adopted,omitempty"`
+	// TargetNSLocal (inject, by pid): the caller is in a child pid
+	// namespace, so TargetPID is the target's number there, not the
+	// host's; it was neither looked up nor adopted.
+	TargetNSLocal bool `json:"target_ns_local,omitempty"`
 	// Signo is the signal sent (signal).
 	Signo int `json:"signo,omitempty"`
 	// BPFCmd names the bpf(2) command (BPF_PROG_LOAD, ...).

@@ -66,6 +66,40 @@ func listenTCP(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// listenUDPRange listens on n consecutive loopback UDP ports (so sends
+// to them draw no ICMP errors) and returns the first.
+func listenUDPRange(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		first, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := first.LocalAddr().(*net.UDPAddr).Port
+		conns := []net.PacketConn{first}
+		for p := base + 1; p < base+n; p++ {
+			c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				break
+			}
+			conns = append(conns, c)
+		}
+		if len(conns) == n {
+			t.Cleanup(func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			})
+			return base
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Fatalf("no %d consecutive free UDP ports", n)
+	return 0
+}
+
 // outside starts bin with args outside the traced tree and returns it
 // once it printed its first line.
 func outside(t *testing.T, bin string, args ...string) *exec.Cmd {
@@ -137,7 +171,8 @@ func TestSendDestinations(t *testing.T) {
 	t.Cleanup(func() { pc.Close() })
 	udp := pc.LocalAddr().(*net.UDPAddr).Port
 	tfo := listenTCP(t)
-	script := fmt.Sprintf("%s udp %d 6 && %s raw 127.0.0.2", bin, udp, bin)
+	many := listenUDPRange(t, 5)
+	script := fmt.Sprintf("%s udp %d 6 && %s udpmany %d 5 && %s raw 127.0.0.2", bin, udp, bin, many, bin)
 	tfoOK := false
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_fastopen"); err == nil {
 		if v, _ := strconv.Atoi(strings.TrimSpace(string(b))); v&1 != 0 {
@@ -171,6 +206,14 @@ func TestSendDestinations(t *testing.T) {
 			return e.Kind == event.KindNet && e.PID == s.PID && e.Addr == "0.0.0.0"
 		}); z != nil {
 			t.Errorf("bytes still counted against 0.0.0.0: %+v", z.Network)
+		}
+	})
+	t.Run("sendmmsg", func(t *testing.T) {
+		for p := many; p < many+5; p++ {
+			s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSend && e.Port == uint16(p) })
+			if s == nil || s.Addr != "127.0.0.1" || s.Result == nil || *s.Result != 10 {
+				t.Errorf("send to port %d (message %d of one sendmmsg) = %+v, want 10 bytes to 127.0.0.1", p, p-many+1, s)
+			}
 		}
 	})
 	t.Run("raw", func(t *testing.T) {
@@ -218,8 +261,21 @@ func TestUnixPeer(t *testing.T) {
 	out := filepath.Join(dir, "out.sock")
 	l := outside(t, bin, "unixlisten", out)
 	in := filepath.Join(dir, "in.sock")
-	script := fmt.Sprintf("%s unixconnect %s; (%s unixlisten %s > %s.ready &); sleep 0.3; %s unixconnect %[4]s; pkill -f 'unixlisten %[4]s'",
+	script := fmt.Sprintf("%s unixconnect %s; (%s unixlisten %s > %s.ready &); sleep 0.3; %s unixconnect %[4]s; sleep 0.5; pkill -f 'unixlisten %[4]s'",
 		bin, out, bin, in, in, bin)
+	// From outside the tree (this process), connect to the listener in it.
+	go func() {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(in + ".ready"); err != nil {
+				continue
+			}
+			time.Sleep(400 * time.Millisecond) // after the tree's own connect
+			if c, err := net.Dial("unix", in); err == nil {
+				c.Close()
+			}
+			return
+		}
+	}()
 	_, evs := recordScript(t, dir, script, 0)
 	for _, c := range []struct {
 		path   string
@@ -234,6 +290,25 @@ func TestUnixPeer(t *testing.T) {
 		if e.PeerPID == 0 || c.pid != 0 && e.PeerPID != uint32(c.pid) || e.PeerExe != bin || e.PeerInTree == nil || *e.PeerInTree != c.inTree {
 			t.Errorf("connect to %s: peer %d %q in tree %v, want %d %s %v", c.path, e.PeerPID, e.PeerExe, e.PeerInTree, c.pid, bin, c.inTree)
 		}
+	}
+	// The listener in the tree accepted the tree's connect, then this
+	// process's: the accepts name the connecting processes (read at the
+	// accept: a connector gone by then leaves its pid only).
+	var accepts []*event.Event
+	for _, e := range evs {
+		if e.Kind == event.KindAccept && e.Comm == "tricks" && !e.Failed() {
+			accepts = append(accepts, e)
+		}
+	}
+	if len(accepts) != 2 {
+		t.Fatalf("%d accepts by the listener in the tree, want 2", len(accepts))
+	}
+	if a := accepts[0]; a.PeerExe != bin || a.PeerInTree == nil || !*a.PeerInTree {
+		t.Errorf("accept of the tree's connect: peer %d %q in tree %v, want %s in the tree", a.PeerPID, a.PeerExe, a.PeerInTree, bin)
+	}
+	self, _ := os.Executable()
+	if a := accepts[1]; a.PeerPID != uint32(os.Getpid()) || a.PeerExe != self || a.PeerInTree == nil || *a.PeerInTree {
+		t.Errorf("accept of the outside connect: peer %d %q in tree %v, want %d %s outside", a.PeerPID, a.PeerExe, a.PeerInTree, os.Getpid(), self)
 	}
 }
 
@@ -271,6 +346,11 @@ func TestInjectAdopts(t *testing.T) {
 		}
 		fmt.Fprintf(&sb, "%s %s %d %s || echo %s failed >&2\n", bin, v.mode, v.pid, v.addr, v.mode)
 	}
+	unshare, _ := exec.LookPath("unshare")
+	if unshare != "" {
+		// pid 1 of a new namespace is the writer itself, not init.
+		fmt.Fprintf(&sb, "%s --pid --fork %s vmwrite 1 0; true\n", unshare, bin)
+	}
 	sb.WriteString("sleep 0.5\n") // the victims read while the tree is traced
 	_, evs := recordScript(t, dir, sb.String(), 0)
 	for _, v := range victims {
@@ -295,6 +375,12 @@ func TestInjectAdopts(t *testing.T) {
 					read.ExecID, read.ParentExecID, inj.TargetExecID, inj.ExecID)
 			}
 		})
+	}
+	if unshare != "" {
+		ns := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.TargetPID == 1 })
+		if ns == nil || !ns.TargetNSLocal || ns.Adopted || ns.TargetExecID != "" {
+			t.Errorf("inject from a child pid namespace = %+v, want target_ns_local, not adopted", ns)
+		}
 	}
 	poke := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.Method == "ptrace_pokedata" })
 	if poke == nil || poke.Adopted || poke.TargetExecID == "" {
@@ -329,6 +415,12 @@ func TestLoaderProgram(t *testing.T) {
 func TestTamperSignals(t *testing.T) {
 	dir, bin := buildTricks(t)
 	script := fmt.Sprintf("%s bpf && %s kill %d && mkfifo p && (cat p >/dev/null &) && echo x > p", bin, bin, os.Getpid())
+	unshare, _ := exec.LookPath("unshare")
+	if unshare != "" {
+		// In a child pid namespace the same number is another process
+		// (or none): not a signal to polygraph.
+		script += fmt.Sprintf("; %s --pid --fork %s kill %d; true", unshare, bin, os.Getpid())
+	}
 	_, evs := recordScript(t, dir, script, 0)
 	b := find(evs, byComm("tricks", event.KindBPF))
 	if b == nil || b.BPFCmd != "BPF_MAP_CREATE" || b.Failed() {
@@ -339,6 +431,15 @@ func TestTamperSignals(t *testing.T) {
 		if s == nil || s.TargetPID != uint32(os.Getpid()) || s.Signo != 23 || s.Failed() {
 			t.Errorf("%s event = %+v, want SIGURG (23) to pid %d", m, s, os.Getpid())
 		}
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Kind == event.KindSignal {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d signal events, want 3 (none from the child pid namespace)", n)
 	}
 	f := find(evs, func(e *event.Event) bool {
 		return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "p") && e.Object != nil

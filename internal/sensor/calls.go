@@ -35,6 +35,7 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 		if r.Method == 1 {
 			c.Method = ptraceRequest(r.Arg)
 		}
+		c.TargetNSLocal = r.NsLocal != 0
 		if r.TargetImageNs != 0 {
 			c.TargetExecID = event.ExecID(r.Target, r.TargetImageNs)
 		}

@@ -21,7 +21,8 @@ type polygraphEvCall struct {
 	Arg           uint32
 	Method        uint8
 	Adopted       uint8
-	Pad0          uint16
+	NsLocal       uint8
+	Pad0          uint8
 	Pad1          uint32
 	TargetImageNs uint64
 }

@@ -90,16 +90,17 @@ const (
 	fPeerExe    protowire.Number = 52
 	fPeerInTree protowire.Number = 53 // varint 0 or 1, written whenever PeerInTree is set
 	// event.Call
-	fTargetPID    protowire.Number = 54
-	fTargetExecID protowire.Number = 55
-	fMethod       protowire.Number = 56
-	fAdopted      protowire.Number = 57
-	fSigno        protowire.Number = 58
-	fBPFCmd       protowire.Number = 59
+	fTargetPID     protowire.Number = 54
+	fTargetExecID  protowire.Number = 55
+	fMethod        protowire.Number = 56
+	fAdopted       protowire.Number = 57
+	fSigno         protowire.Number = 58
+	fBPFCmd        protowire.Number = 59
+	fTargetNSLocal protowire.Number = 60
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fBPFCmd
+const lastField = fTargetNSLocal
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -267,6 +268,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 			sint(fSigno, int64(c.Signo))
 		}
 		str(fBPFCmd, c.BPFCmd)
+		flag(fTargetNSLocal, c.TargetNSLocal)
 	}
 
 	n := len(buf) - body
@@ -369,7 +371,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
-		} else if fTargetPID <= num && num <= fBPFCmd && ev.Call == nil {
+		} else if fTargetPID <= num && num <= fTargetNSLocal && ev.Call == nil {
 			ev.Call = &event.Call{}
 		}
 		if stringFields[num] {
@@ -453,6 +455,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.TargetPID = uint32(v)
 		case fAdopted:
 			ev.Adopted = v != 0
+		case fTargetNSLocal:
+			ev.TargetNSLocal = v != 0
 		case fSigno:
 			ev.Signo = int(protowire.DecodeZigZag(v))
 		}

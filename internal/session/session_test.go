@@ -106,6 +106,9 @@ func kernelTruthSamples() []*event.Event {
 		with(common(18, event.KindInject, 102, "node"), func(e *event.Event) {
 			e.TargetPID, e.TargetExecID, e.Method, e.Adopted, e.Result = 4242, "4242-9000", "ptrace_attach", true, event.Ptr(int64(0))
 		}),
+		with(common(19, event.KindInject, 102, "node"), func(e *event.Event) {
+			e.TargetPID, e.Method, e.TargetNSLocal, e.Result = 3, "process_vm_writev", true, event.Ptr(int64(8))
+		}),
 		with(common(19, event.KindSignal, 102, "node"), func(e *event.Event) {
 			e.TargetPID, e.Method, e.Signo, e.Result = 77, "kill", 9, event.Ptr(int64(0))
 		}),

@@ -103,6 +103,33 @@ static int do_udp(char **argv)
 	return 0;
 }
 
+/* udpmany PORT N: one sendmmsg of N datagrams to 127.0.0.1:PORT..PORT+N-1. */
+static int do_udpmany(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int port = atoi(argv[2]), n = atoi(argv[3]);
+	struct sockaddr_in sa[64];
+	struct iovec iov[64];
+	struct mmsghdr mm[64];
+	if (n > 64)
+		n = 64;
+	memset(mm, 0, sizeof(mm));
+	for (int i = 0; i < n; i++) {
+		sa[i] = loopback("127.0.0.1", port + i);
+		iov[i].iov_base = "0123456789";
+		iov[i].iov_len = 10;
+		mm[i].msg_hdr.msg_name = &sa[i];
+		mm[i].msg_hdr.msg_namelen = sizeof(sa[i]);
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+	}
+	if (sendmmsg(fd, mm, n, 0) != n) {
+		perror("sendmmsg");
+		return 1;
+	}
+	return 0;
+}
+
 /* raw IP: send an ICMP echo request to IP through a raw socket. */
 static int do_raw(char **argv)
 {
@@ -174,7 +201,8 @@ static int do_unixlisten(char **argv)
 	}
 }
 
-/* unixconnect PATH */
+/* unixconnect PATH: connect, and stay a while, so the listener's accept
+ * finds the connecting process still there. */
 static int do_unixconnect(char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -184,6 +212,7 @@ static int do_unixconnect(char **argv)
 		perror("connect");
 		return 1;
 	}
+	usleep(200000);
 	return 0;
 }
 
@@ -286,6 +315,8 @@ int main(int argc, char **argv)
 		return do_race(argv);
 	if (!strcmp(m, "udp") && argc == 4)
 		return do_udp(argv);
+	if (!strcmp(m, "udpmany") && argc == 4)
+		return do_udpmany(argv);
 	if (!strcmp(m, "raw") && argc == 3)
 		return do_raw(argv);
 	if (!strcmp(m, "tfo") && argc == 3)
