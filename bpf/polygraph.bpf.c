@@ -992,6 +992,26 @@ static long mmsg_step(__u64 i, void *ctx)
 
 /* ---- calls aimed at other processes and at the kernel ---- */
 
+/* bpf_task_from_pid (kernel >= 6.2, weak: 0 where missing) finds a task by
+ * its pid in the initial namespace. */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+/* tgid_of returns the process of thread pid (ptrace names threads; the
+ * tracked map is keyed by process), or pid itself where the kernel
+ * cannot say. */
+static __always_inline __u32 tgid_of(__u32 pid)
+{
+	if (!bpf_task_from_pid || !bpf_task_release)
+		return pid;
+	struct task_struct *p = bpf_task_from_pid(pid);
+	if (!p)
+		return pid;
+	__u32 tgid = p->tgid;
+	bpf_task_release(p);
+	return tgid;
+}
+
 /* initial_pid_ns reports whether the current task's pids are those of
  * the initial pid namespace, the numbers the sensor keys processes by. */
 static __always_inline bool initial_pid_ns(void)
@@ -1028,7 +1048,8 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 		/* the number is the caller's namespace's: another process's
 		 * here, so nothing is looked up or adopted under it */
 		e->ns_local = 1;
-	} else if (kind == EV_INJECT && target && target != sensor_pid) {
+	} else if (kind == EV_INJECT && target && (target = tgid_of(target)) != sensor_pid) {
+		e->target = target;
 		struct proc_info *tpi = bpf_map_lookup_elem(&tracked, &target);
 		if (tpi) {
 			e->target_image_ns = tpi->image_ns;

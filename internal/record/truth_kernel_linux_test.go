@@ -320,11 +320,12 @@ func TestInjectAdopts(t *testing.T) {
 	dir, bin := buildTricks(t)
 	type victim struct {
 		method, mode string
+		thread       bool // name the victim's second thread, not the process
 		pid          int
 		addr, after  string
 	}
 	victims := []*victim{{method: "ptrace_attach", mode: "ptrace"}, {method: "process_vm_writev", mode: "vmwrite"},
-		{method: "proc_mem", mode: "procmem"}}
+		{method: "proc_mem", mode: "procmem"}, {method: "ptrace_attach", mode: "ptrace", thread: true}}
 	var sb strings.Builder
 	for i, v := range victims {
 		af := filepath.Join(dir, fmt.Sprintf("addr%d", i))
@@ -338,13 +339,20 @@ func TestInjectAdopts(t *testing.T) {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		v.pid = cmd.Process.Pid
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var f []string // the flag's address, the second thread's tid
+		for deadline := time.Now().Add(5 * time.Second); len(f) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			b, _ := os.ReadFile(af)
-			if v.addr = strings.TrimSpace(string(b)); v.addr != "" || time.Now().After(deadline) {
-				break
-			}
+			f = strings.Fields(string(b))
 		}
-		fmt.Fprintf(&sb, "%s %s %d %s || echo %s failed >&2\n", bin, v.mode, v.pid, v.addr, v.mode)
+		if len(f) < 2 {
+			t.Fatalf("victim %d wrote no address", v.pid)
+		}
+		v.addr = f[0]
+		target := strconv.Itoa(v.pid)
+		if v.thread {
+			target = f[1]
+		}
+		fmt.Fprintf(&sb, "%s %s %s %s || echo %s failed >&2\n", bin, v.mode, target, v.addr, v.mode)
 	}
 	unshare, _ := exec.LookPath("unshare")
 	if unshare != "" {
@@ -354,7 +362,11 @@ func TestInjectAdopts(t *testing.T) {
 	sb.WriteString("sleep 0.5\n") // the victims read while the tree is traced
 	_, evs := recordScript(t, dir, sb.String(), 0)
 	for _, v := range victims {
-		t.Run(v.mode, func(t *testing.T) {
+		name := v.mode
+		if v.thread {
+			name += " of a thread"
+		}
+		t.Run(name, func(t *testing.T) {
 			inj := find(evs, func(e *event.Event) bool {
 				return e.Kind == event.KindInject && e.Method == v.method && e.TargetPID == uint32(v.pid)
 			})

@@ -217,13 +217,28 @@ static int do_unixconnect(char **argv)
 }
 
 static volatile long flag;
+static volatile pid_t sleeper_tid;
 
-/* victim ADDRFILE READFILE: write &flag to ADDRFILE, then wait; each time
- * flag turns non-zero, read READFILE and clear it. */
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	sleeper_tid = gettid();
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* victim ADDRFILE READFILE: write &flag and the tid of a second thread to
+ * ADDRFILE, then wait; each time flag turns non-zero, read READFILE and
+ * clear it. */
 static int do_victim(char **argv)
 {
+	pthread_t th;
+	pthread_create(&th, 0, sleeper, 0);
+	while (!sleeper_tid)
+		usleep(1000);
 	FILE *f = fopen(argv[2], "w");
-	fprintf(f, "%lu\n", (unsigned long)&flag);
+	fprintf(f, "%lu %d\n", (unsigned long)&flag, sleeper_tid);
 	fclose(f);
 	for (;;) {
 		if (flag) {
