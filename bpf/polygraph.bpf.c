@@ -5,8 +5,10 @@
  *  - tp_btf sched_process_{fork,exec,exit} keep the set of traced
  *    processes (map tracked) and report the process tree;
  *  - tp_btf sys_exit reports file and socket operations with their
- *    results, and the DNS messages the tree sends, dispatching on the
- *    syscall number. At exit the arguments and the memory they point to
+ *    results, the DNS messages the tree sends and the destinations it
+ *    names per message, writes into other processes (ptrace,
+ *    process_vm_writev), signals to polygraph and bpf(2) calls,
+ *    dispatching on the syscall number. At exit the arguments and the memory they point to
  *    are still there, so nothing hooks sys_enter: a program there cost
  *    every syscall of the machine ~50 ns more. (Per-syscall tracepoints
  *    would skip unrelated syscalls, but each needs a perf event whose
@@ -1151,11 +1153,11 @@ static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd,
 	return report_path(pi, v, ret);
 }
 
-/* sys_exit reports the file and socket syscalls with their results. Their
+/* sys_exit reports the hooked syscalls with their results. Their
  * arguments are still in the saved registers (the syscall changes only
  * the return register, and arm64 keeps x0 in orig_x0), and the strings
  * they point to were just read by the kernel, so nothing needs carrying
- * from sys_enter. */
+ * from sys_enter. It is one switch with a case per syscall, hence long. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
