@@ -86,6 +86,9 @@ _Static_assert(sizeof(struct ev_dns) <= DATA_OFF, "ev_dns overlaps data");
 /* sensor_pid is polygraph's own pid (set at load): a signal the tree aims
  * at it is a tamper signal. */
 const volatile __u32 sensor_pid = 0;
+/* sensor_pgid is polygraph's process group, which `run` shares with the
+ * command: kill(0) and kill(-pgid) from the tree reach polygraph too. */
+const volatile __u32 sensor_pgid = 0;
 
 struct scratch {
 	__u8 b[SCRATCH_SIZE];
@@ -1103,12 +1106,20 @@ static __always_inline __u32 pidfd_target(long fd)
 }
 
 /* at_sensor reports whether a signal to pid (a kill(2) target) reaches
- * polygraph: its pid, or every process (-1). A caller in a child pid
- * namespace names other processes by those numbers (and cannot see
- * polygraph's). */
+ * polygraph: its pid, every process (-1), its process group (-pgid, or 0
+ * from a process of that group). A caller in a child pid namespace names
+ * other processes by those numbers (and cannot see polygraph's). */
 static __always_inline bool at_sensor(__s32 pid, __u32 sig)
 {
-	return (pid == (__s32)sensor_pid || (pid == -1 && sig != 0)) && initial_pid_ns();
+	if (pid != (__s32)sensor_pid && !(pid == -1 && sig != 0) && pid != -(__s32)sensor_pgid && pid != 0)
+		return false;
+	if (!initial_pid_ns())
+		return false;
+	if (pid == 0) {
+		struct task_struct *t = bpf_get_current_task_btf();
+		return sensor_pgid && t->signal->pids[2]->numbers[0].nr == sensor_pgid;
+	}
+	return true;
 }
 
 /* ---- the syscall dispatch ---- */

@@ -211,6 +211,7 @@ struct sched_entity {
 };
 
 struct signal_struct {
+	struct pid *pids[4]; /* by enum pid_type: PIDTYPE_PGID is 2 */
 	atomic_t live;
 	unsigned int flags;
 	int group_exit_code;

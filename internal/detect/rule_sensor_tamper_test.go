@@ -20,8 +20,11 @@ func TestSensorTamperAndBPFCall(t *testing.T) {
 				sh := ag.spawn(200, "t1", "/bin/sh", "sh", "-c", "kill -9 4242")
 				b.emit(sh, call(event.KindSignal, event.Call{TargetPID: 4242, Method: "kill", Signo: 9}, 0))
 				b.emit(sh, call(event.KindSignal, event.Call{TargetPID: 4242, Method: "tgkill", Signo: 0}, -1))
+				b.emit(sh, call(event.KindSignal, event.Call{TargetPID: 0, Method: "kill", Signo: 2}, 0))
+				pg := int32(-4200)
+				b.emit(sh, call(event.KindSignal, event.Call{TargetPID: uint32(pg), Method: "kill", Signo: 15}, 0))
 			},
-			want: []string{"high sensor-tamper", "high sensor-tamper"},
+			want: []string{"high sensor-tamper", "high sensor-tamper", "medium sensor-tamper", "medium sensor-tamper"},
 		},
 		{
 			name: "bpf calls",

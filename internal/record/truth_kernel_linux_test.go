@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -426,7 +428,10 @@ func TestLoaderProgram(t *testing.T) {
 // pid from the tree are recorded; a FIFO opened is recorded as one.
 func TestTamperSignals(t *testing.T) {
 	dir, bin := buildTricks(t)
-	script := fmt.Sprintf("%s bpf && %s kill %d && mkfifo p && (cat p >/dev/null &) && echo x > p", bin, bin, os.Getpid())
+	// The command shares polygraph's process group: kill(0) and
+	// kill(-pgid) reach it too.
+	script := fmt.Sprintf("%s bpf && %s kill %d && %s killgroup %d && mkfifo p && (cat p >/dev/null &) && echo x > p",
+		bin, bin, os.Getpid(), bin, syscall.Getpgrp())
 	unshare, _ := exec.LookPath("unshare")
 	if unshare != "" {
 		// In a child pid namespace the same number is another process
@@ -444,14 +449,23 @@ func TestTamperSignals(t *testing.T) {
 			t.Errorf("%s event = %+v, want SIGURG (23) to pid %d", m, s, os.Getpid())
 		}
 	}
+	var group []int32
+	for _, e := range evs {
+		if e.Kind == event.KindSignal && int32(e.TargetPID) <= 0 {
+			group = append(group, int32(e.TargetPID))
+		}
+	}
+	if want := []int32{0, -int32(syscall.Getpgrp())}; !slices.Equal(group, want) {
+		t.Errorf("signals to polygraph's process group: targets %v, want %v", group, want)
+	}
 	n := 0
 	for _, e := range evs {
 		if e.Kind == event.KindSignal {
 			n++
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d signal events, want 3 (none from the child pid namespace)", n)
+	if n != 5 {
+		t.Errorf("%d signal events, want 5 (none from the child pid namespace)", n)
 	}
 	f := find(evs, func(e *event.Event) bool {
 		return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "p") && e.Object != nil

@@ -173,6 +173,7 @@ const (
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedSock        = "_unused_sock"
+	polygraphVarSensorPgid        = "sensor_pgid"
 	polygraphVarSensorPid         = "sensor_pid"
 )
 
@@ -248,6 +249,7 @@ type polygraphVariableSpecs struct {
 	UnusedFork *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedPath *ebpf.VariableSpec `ebpf:"_unused_path"`
 	UnusedSock *ebpf.VariableSpec `ebpf:"_unused_sock"`
+	SensorPgid *ebpf.VariableSpec `ebpf:"sensor_pgid"`
 	SensorPid  *ebpf.VariableSpec `ebpf:"sensor_pid"`
 }
 
@@ -299,6 +301,7 @@ type polygraphVariables struct {
 	UnusedFork *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedPath *ebpf.Variable `ebpf:"_unused_path"`
 	UnusedSock *ebpf.Variable `ebpf:"_unused_sock"`
+	SensorPgid *ebpf.Variable `ebpf:"sensor_pgid"`
 	SensorPid  *ebpf.Variable `ebpf:"sensor_pid"`
 }
 

@@ -89,10 +89,13 @@ func New(opts Options) (*Sensor, error) {
 	}
 	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
 	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
-	// The kernel side tells a signal aimed at polygraph by its pid.
-	if v := spec.Variables["sensor_pid"]; v != nil {
-		if err := v.Set(uint32(os.Getpid())); err != nil {
-			return nil, fmt.Errorf("set sensor pid: %w", err)
+	// The kernel side tells a signal aimed at polygraph by its pid and
+	// process group.
+	for name, v := range map[string]uint32{"sensor_pid": uint32(os.Getpid()), "sensor_pgid": uint32(unix.Getpgrp())} {
+		if vs := spec.Variables[name]; vs != nil {
+			if err := vs.Set(v); err != nil {
+				return nil, fmt.Errorf("set %s: %w", name, err)
+			}
 		}
 	}
 

@@ -321,6 +321,12 @@ static int do_kill(char **argv)
 	return err != 0;
 }
 
+/* killgroup PGID: send SIGURG to the caller's process group and to PGID's. */
+static int do_killgroup(char **argv)
+{
+	return (kill(0, SIGURG) | kill(-atoi(argv[2]), SIGURG)) != 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -352,6 +358,8 @@ int main(int argc, char **argv)
 		return do_procmem(argv);
 	if (!strcmp(m, "bpf"))
 		return do_bpf();
+	if (!strcmp(m, "killgroup") && argc == 3)
+		return do_killgroup(argv);
 	if (!strcmp(m, "kill") && argc == 3)
 		return do_kill(argv);
 	if (!strcmp(m, "hello"))
