@@ -94,6 +94,8 @@ type Policy struct {
 	SensitivePaths   []PathRule
 	AgentConfigPaths []PathRule
 	TamperPaths      []PathRule
+	PersistencePaths []PathRule
+	PrivilegePaths   []PathRule
 	NoisePaths       []string
 	TestRunners      []string
 	TestFiles        []string
@@ -107,6 +109,7 @@ type Policy struct {
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
 	sensitive, agentConfig, tamper        *PathSet
+	persistence, privilege                *PathSet
 	noise, testFiles, artifacts           *PathSet
 	testRunners, packageManagers, publish *CommandSet
 }
@@ -122,6 +125,8 @@ func Default() *Policy {
 		SensitivePaths:   slices.Clone(DefaultSensitivePaths),
 		AgentConfigPaths: slices.Clone(DefaultAgentConfigPaths),
 		TamperPaths:      slices.Clone(DefaultTamperPaths),
+		PersistencePaths: slices.Clone(DefaultPersistencePaths),
+		PrivilegePaths:   slices.Clone(DefaultPrivilegePaths),
 		NoisePaths:       slices.Clone(DefaultNoisePaths),
 		TestRunners:      slices.Clone(DefaultTestRunners),
 		TestFiles:        slices.Clone(DefaultTestFiles),
@@ -155,6 +160,8 @@ type file struct {
 	SensitivePaths   []PathRule      `yaml:"sensitive_paths"`
 	AgentConfigPaths []PathRule      `yaml:"agent_config_paths"`
 	TamperPaths      []PathRule      `yaml:"tamper_paths"`
+	PersistencePaths []PathRule      `yaml:"persistence_paths"`
+	PrivilegePaths   []PathRule      `yaml:"privilege_paths"`
 	NoisePaths       []string        `yaml:"noise_paths"`
 	TestRunners      []string        `yaml:"test_runners"`
 	TestFiles        []string        `yaml:"test_files"`
@@ -242,6 +249,8 @@ func Parse(data []byte, name string) (*Policy, error) {
 	prepend(&p.SensitivePaths, f.SensitivePaths)
 	prepend(&p.AgentConfigPaths, f.AgentConfigPaths)
 	prepend(&p.TamperPaths, f.TamperPaths)
+	prepend(&p.PersistencePaths, f.PersistencePaths)
+	prepend(&p.PrivilegePaths, f.PrivilegePaths)
 	strs(&p.NoisePaths, f.NoisePaths)
 	strs(&p.TestRunners, f.TestRunners)
 	strs(&p.TestFiles, f.TestFiles)
@@ -321,6 +330,8 @@ func (p *Policy) compile() error {
 		{"sensitive_paths", p.SensitivePaths, &p.sensitive},
 		{"agent_config_paths", p.AgentConfigPaths, &p.agentConfig},
 		{"tamper_paths", p.TamperPaths, &p.tamper},
+		{"persistence_paths", p.PersistencePaths, &p.persistence},
+		{"privilege_paths", p.PrivilegePaths, &p.privilege},
 		{"noise_paths", plainRules(p.NoisePaths), &p.noise},
 		{"test_files", plainRules(p.TestFiles), &p.testFiles},
 		{"artifacts", plainRules(p.Artifacts), &p.artifacts},
