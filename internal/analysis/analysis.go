@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -99,9 +100,24 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
+		in := detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol}
+		in.Resolvers, in.Hosts = systemNames()
+		findings = detect.Run(in)
 	}
 	return report.Build(rec.meta, rec.sum, tr, attr, findings), nil
+}
+
+// systemNames reads this system's DNS resolvers and hosts file, which
+// the egress rule judges port 53 and names by; a file that cannot be read
+// names nothing.
+func systemNames() (resolvers []string, hosts map[string]string) {
+	if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		resolvers = detect.ParseResolvConf(data)
+	}
+	if data, err := os.ReadFile("/etc/hosts"); err == nil {
+		hosts = detect.ParseHosts(data)
+	}
+	return resolvers, hosts
 }
 
 // readSession reads every event of the session at path, summarising

@@ -14,7 +14,7 @@ func TestMassPublish(t *testing.T) {
 				id := "t" + string(rune('1'+i))
 				b.shell(id, "npm publish")
 				p := ag.spawn(uint32(200+i), id, "/usr/bin/node", "node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "publish")
-				p.dns("registry.npmjs.org")
+				p.resolve("registry.npmjs.org", "104.16.1.34")
 				p.connect("104.16.1.34", 443)
 				p.exit(0)
 			}
@@ -35,7 +35,7 @@ func TestMassPublish(t *testing.T) {
 					g.exit(0)
 				}
 				p := sh.spawn(220, "", "/usr/bin/ruby", "ruby", "/usr/bin/gem", "push", "pkg-a-1.0.gem")
-				p.dns("rubygems.org")
+				p.resolve("rubygems.org", "151.101.2.2")
 				p.connect("151.101.2.2", 443)
 				p.exit(0)
 			},
@@ -52,7 +52,7 @@ func TestMassPublish(t *testing.T) {
 				ag := b.agent(100, "/usr/local/bin/claude")
 				b.shell("t1", "node up.js")
 				n := ag.spawn(200, "t1", "/usr/bin/node", "node", "up.js")
-				n.dns("registry.npmjs.org")
+				n.resolve("registry.npmjs.org", "104.16.1.34")
 				n.connect("104.16.1.34", 443)
 				n.sent("104.16.1.34", 443, 20<<20)
 				n.exit(0)

@@ -57,8 +57,9 @@ type Egress struct {
 	// reaching the internet, unless the traced tree itself serves that
 	// port or the entry allows it.
 	Allow []string `yaml:"allow"`
-	// DNS allows port 53 (UDP or TCP) to any address: the resolver traffic
-	// every name lookup makes. The names queried are recorded either way.
+	// DNS allows port 53 (UDP or TCP) to the system's resolvers, for
+	// messages that parse as DNS: the traffic every name lookup makes. The
+	// rules decide what a resolver is (see AllowDNS).
 	DNS *bool `yaml:"dns"`
 }
 
@@ -373,14 +374,13 @@ func (p *Policy) Enabled(id string) bool {
 // SeverityOverride returns the severity the policy sets for rule id, or "".
 func (p *Policy) SeverityOverride(id string) string { return p.Rules[id].Severity }
 
-// AllowEgress reports whether a connection to addr:port is allowed: by the
-// egress allowlist, the registries, or (with egress.dns) as DNS. host is
-// the DNS name the process used for addr, "" when unknown; a name entry
-// matches only a known name, an address entry only the address.
+// AllowEgress reports whether a connection to addr:port is allowed by the
+// egress allowlist or the registries. host is the DNS name the process
+// used for addr, "" when unknown; a name entry matches only a known name,
+// an address entry only the address. Port 53 is no exception: DNS is
+// allowed only to the system's resolvers (AllowDNS), which the caller
+// knows and the policy does not.
 func (p *Policy) AllowEgress(host, addr string, port uint16) bool {
-	if port == 53 && (p.Egress.DNS == nil || *p.Egress.DNS) {
-		return true
-	}
 	return matchHosts(p.egress, host, addr, port) || matchHosts(p.registries, host, addr, port)
 }
 

@@ -58,7 +58,7 @@ func TestAllowEgress(t *testing.T) {
 		{"", "::1", 8444, false},
 		{"", "10.1.200.3", 5432, true},
 		{"", "10.2.0.1", 5432, false},
-		{"", "8.8.8.8", 53, true}, // DNS
+		{"", "8.8.8.8", 53, false}, // DNS only to the resolvers (AllowDNS)
 	}
 	for _, tt := range tests {
 		if got := p.AllowEgress(tt.host, tt.addr, tt.port); got != tt.want {
