@@ -108,8 +108,11 @@ func TestPrivilegeEscalation(t *testing.T) {
 				c.chmod("/usr/local/bin/sh2", 0o4755)
 				sh.spawn(202, "", "/usr/sbin/setcap", "setcap", "cap_setuid+ep", "/usr/local/bin/py").exit(0)
 				sh.chmod(proj+"/run.sh", 0o755) // plain +x is nothing
+				sh.emit(&event.Event{Kind: event.KindMkdir, Path: proj + "/share", Mode: event.Ptr(uint32(0o755)), Result: event.Ptr(int64(0))})
+				sh.chmod(proj+"/share", 0o2775) // a shared directory
+				sh.chmod(proj+"/tool", 0o2755)  // setgid on what may be a directory
 			},
-			want: []string{"high privilege-escalation", "high privilege-escalation", "high privilege-escalation", "low claim-edit-mismatch"},
+			want: []string{"high privilege-escalation", "high privilege-escalation", "high privilege-escalation", "medium privilege-escalation", "low claim-edit-mismatch"},
 			check: func(t *testing.T, fs []Finding) {
 				for _, f := range fs {
 					if f.ToolCallID != "t1" || f.Rule == "privilege-escalation" && !strings.Contains(f.Detail, "T1548") {
@@ -132,3 +135,5 @@ func TestPrivilegeEscalation(t *testing.T) {
 		},
 	})
 }
+
+func (p *tproc) emit(e *event.Event) *event.Event { return p.b.emit(p, e) }

@@ -91,6 +91,16 @@ func TestEgressTricks(t *testing.T) {
 			},
 		},
 		{
+			// The socket records no destination: its DNS messages are
+			// what shows (docs/rules.md says so).
+			name: "an unconnected UDP socket's sends are counted without a destination",
+			build: func(b *builder) {
+				c := curl(b, "t1")
+				c.traffic("0.0.0.0", 0, 4096, 0)
+			},
+			want: nil,
+		},
+		{
 			name: "bytes after a secret read escalate, a connect before it too",
 			build: func(b *builder) {
 				c := curl(b, "t1")

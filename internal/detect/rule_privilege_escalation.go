@@ -40,6 +40,30 @@ func privilegeEscalation(s *run) []Finding {
 		return sev, joinNote("ATT&CK "+privilegeTechnique(p), note)
 	})
 	out := s.footholdFindings(g, "Privileges changed: ", "was changed")
+	out = append(out, setidBits(s, byInstall)...)
+	for _, i := range s.execs {
+
+		e := s.events[i]
+		if len(e.Argv) < 2 || policy.ProgramName(e.Argv[0]) != "setcap" || e.Argv[1] == "-v" {
+			continue
+		}
+		sev, note := byInstall(e)
+		out = append(out, s.commandFinding(e, sev, note, "File capabilities set: "+excerpt(strings.Join(e.Argv, " "), 60),
+			"gives a program capabilities (ATT&CK T1548, Abuse Elevation Control Mechanism)"))
+	}
+	return out
+}
+
+// setidBits are the findings on chmods and creations that set the setuid
+// or setgid bit. A setgid directory (made in the session) is a shared
+// directory, not a privilege; setgid alone on what may be one is medium.
+func setidBits(s *run, byInstall func(*event.Event) (Severity, string)) []Finding {
+	dirs := map[string]bool{}
+	for _, e := range s.events {
+		if e.Kind == event.KindMkdir && succeeded(e) {
+			dirs[e.Path] = true
+		}
+	}
 	var bits groups
 	for i := range s.byEvent {
 		e := s.events[i]
@@ -50,7 +74,13 @@ func privilegeEscalation(s *run) []Finding {
 		sev, note := byInstall(e)
 		which := "setuid"
 		if *e.Mode&modeSetuid == 0 {
+			if dirs[e.Path] {
+				continue
+			}
 			which = "setgid"
+			if sev.Rank() > SeverityMedium.Rank() {
+				sev, note = SeverityMedium, joinNote(note, "setgid alone also marks shared directories")
+			}
 		}
 		call, who := s.actor(e)
 		bits.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
@@ -58,19 +88,11 @@ func privilegeEscalation(s *run) []Finding {
 				note: joinNote(fmt.Sprintf("%s, mode %04o, ATT&CK T1548.001 (Setuid and Setgid)", which, *e.Mode&0o7777), note)}
 		}, e.Seq)
 	}
+	var out []Finding
 	for _, k := range bits.order {
 		x := bits.m[k]
 		detail := fmt.Sprintf("%s was given the setuid or setgid bit by %s: %s.", s.display(x.path), x.who, x.note)
 		out = append(out, s.finding(x.sev, "Setuid or setgid bit set: "+s.display(x.path), detail, x.call, capped(x.seqs, 20), false))
-	}
-	for _, i := range s.execs {
-		e := s.events[i]
-		if len(e.Argv) < 2 || policy.ProgramName(e.Argv[0]) != "setcap" || e.Argv[1] == "-v" {
-			continue
-		}
-		sev, note := byInstall(e)
-		out = append(out, s.commandFinding(e, sev, note, "File capabilities set: "+excerpt(strings.Join(e.Argv, " "), 60),
-			"gives a program capabilities (ATT&CK T1548, Abuse Elevation Control Mechanism)"))
 	}
 	return out
 }
