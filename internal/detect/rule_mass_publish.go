@@ -146,7 +146,9 @@ func httpUploads(s *run, publishes []*event.Event) []upload {
 	}
 	var out []upload
 	for _, im := range s.tree.Images() {
-		if im.Exec == nil || len(im.Exec.Argv) == 0 || pub[im.ID] ||
+		// The agent reading an artifact with its own tool sends it to the
+		// model, which the transcript shows.
+		if im.Exec == nil || len(im.Exec.Argv) == 0 || pub[im.ID] || s.agent[im.ID] ||
 			s.tree.HasAncestor(im.ID, func(p *lineage.Image) bool { return pub[p.ID] }) {
 			continue
 		}
@@ -163,7 +165,7 @@ func httpUploads(s *run, publishes []*event.Event) []upload {
 				(client || namesArtifact(im.Exec.Argv, e.Path)):
 				u.artifact = e.Path
 				u.seqs = append(u.seqs, e.Seq)
-			case f.flags&fNetSent != 0 && offTree(s.facts, e):
+			case f.flags&fNetSent != 0 && offTree(s.facts, e) && !s.agentOwn(e):
 				u.sent += e.BytesSent
 				u.seqs = append(u.seqs, e.Seq)
 			}

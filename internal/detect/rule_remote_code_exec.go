@@ -170,13 +170,19 @@ func stdinInterpreter(argv []string) bool {
 // connection out of the tree by a downloader (curl, wget).
 func (s *facts) fetched(id string) ([]uint64, bool) {
 	im := s.tree.Image(id)
-	if im == nil {
+	if im == nil || s.agent[id] {
+		// What the agent receives is the model's output, which the
+		// transcript shows: its write tool writing a script the tests
+		// then run is the normal loop.
 		return nil, false
 	}
 	var seqs []uint64
 	var connects []uint64
 	for _, j := range im.Events {
 		x := s.events[j]
+		if s.agentOwn(x) {
+			continue
+		}
 		switch {
 		case x.Kind == event.KindNet && x.BytesRecv > 0 && offTree(s, x):
 			seqs = append(seqs, x.Seq)

@@ -1,8 +1,12 @@
 package detect
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // TestRemoteCodeExec runs the remote-code-exec cases.
@@ -79,4 +83,29 @@ func TestRemoteCodeExec(t *testing.T) {
 			want: nil,
 		},
 	})
+}
+
+// TestAgentWriteNotRemote: the agent receives the model's output, and its
+// write tool's script is in the transcript, so a script it wrote and the
+// tests then ran is write-then-exec's (at whatever severity that rule
+// gives it), not remote code.
+func TestAgentWriteNotRemote(t *testing.T) {
+	b := newBuilder()
+	ag := b.agent(100, "/usr/local/bin/claude")
+	api := *ag
+	api.reason = correlate.ReasonAgentAPI
+	api.connect("127.0.0.1", 41000)
+	api.traffic("127.0.0.1", 41000, 9000, 50000)
+	b.tool("t1", transcript.KindWrite, proj+"/fix.sh")
+	ag.inCall("t1").open(proj+"/fix.sh", "write,create")
+	b.shell("t2", "chmod +x fix.sh && ./fix.sh")
+	sh := ag.spawn(200, "t2", "/usr/bin/bash", "bash", "-c", "chmod +x fix.sh && ./fix.sh")
+	sh.spawn(201, "", "/usr/bin/sh", "/bin/sh", "./fix.sh").exit(0)
+	var rules []string
+	for _, f := range Run(b.input()) {
+		rules = append(rules, f.Rule)
+	}
+	if !slices.Equal(rules, []string{"write-then-exec"}) {
+		t.Errorf("rules %q, want write-then-exec alone", rules)
+	}
 }
