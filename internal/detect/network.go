@@ -129,7 +129,7 @@ func (s *facts) verdict(e *event.Event, p peer) (ok, weak bool) {
 	if at, ok := s.attribution(e); ok && at.ToolCallID == "" && at.Reason == correlate.ReasonAgentAPI {
 		return true, false
 	}
-	if s.dnsAllowed(e) || s.internalLoopback(e) {
+	if s.dnsAllowed(e) || !unrecordedPeer(e) && s.internalLoopback(e) {
 		return true, false
 	}
 	if !s.pol.AllowEgress(p.host, e.Addr, e.Port) {

@@ -91,14 +91,22 @@ func TestEgressTricks(t *testing.T) {
 			},
 		},
 		{
-			// The socket records no destination: its DNS messages are
-			// what shows (docs/rules.md says so).
-			name: "an unconnected UDP socket's sends are counted without a destination",
+			// The socket records no destination: a process whose DNS
+			// messages explain it is left alone.
+			name: "an unconnected UDP socket's sends",
 			build: func(b *builder) {
 				c := curl(b, "t1")
 				c.traffic("0.0.0.0", 0, 4096, 0)
+				d := c.spawn(201, "", "/usr/bin/dig", "dig", "example.org")
+				d.dns("example.org")
+				d.traffic("0.0.0.0", 0, 60, 200)
 			},
-			want: nil,
+			want: []string{"medium unexpected-egress"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := fs[0]; !strings.Contains(f.Title, "an unrecorded destination") || !strings.Contains(f.Detail, "4.0 KiB sent on an unconnected socket") {
+					t.Errorf("finding %+v", f)
+				}
+			},
 		},
 		{
 			name: "bytes after a secret read escalate, a connect before it too",

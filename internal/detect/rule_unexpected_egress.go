@@ -96,6 +96,13 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 	switch {
 	case f.flags&fEgress != 0:
 		return "", true
+	case f.flags&fNetSent != 0 && unrecordedPeer(e):
+		// An unconnected socket (UDP sendto) records no destination; a
+		// process whose DNS messages do not explain it sent elsewhere.
+		if len(s.dnsByPID[e.PID]) > 0 || s.accepted[e.PID] || s.agentOwn(e) {
+			return "", false
+		}
+		return bytesize(e.BytesSent) + " sent on an unconnected socket", true
 	case f.flags&fNetSent != 0 && (e.Family == "ipv4" || e.Family == "ipv6"):
 		if s.connected[peerKey(e)] || isLoopback(e.Addr) || s.accepted[e.PID] {
 			// What a connect already shows, a server's replies, or a send
@@ -112,10 +119,19 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 	return "", false
 }
 
+// unrecordedPeer reports whether net event e's peer is the unspecified
+// address, port 0: the counter of an unconnected socket.
+func unrecordedPeer(e *event.Event) bool {
+	return e.Kind == event.KindNet && e.Port == 0 && (e.Addr == "0.0.0.0" || e.Addr == "::")
+}
+
 // newEgressDest starts the destination of event e, named p.
 func newEgressDest(s *run, e *event.Event, p peer, weak bool) *egressDest {
 	call, who := s.actor(e)
 	d := &egressDest{display: p.display(e), who: who, call: call}
+	if unrecordedPeer(e) {
+		d.display = "an unrecorded destination"
+	}
 	switch {
 	case weak:
 		d.low, d.weak, d.why = true, true, "only a DNS query the process made just before names it "+p.host+": no recorded answer or hosts entry ties the address to that name, so it may have connected anywhere"
