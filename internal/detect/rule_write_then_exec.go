@@ -17,6 +17,8 @@ func init() {
 		Severity: SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
+		// remote-code-exec supersedes it for a downloaded file run.
+		Needs: []string{"remote-code-exec"},
 		check: writeThenExec,
 	})
 }
@@ -30,7 +32,7 @@ func writeThenExec(s *run) []Finding {
 		}
 		return nil
 	}
-	done := map[string]bool{}
+	done, superseded := map[string]bool{}, supersededExecs(s.needs)
 	var out []Finding
 	for i := range s.byEvent {
 		f := &s.byEvent[i]
@@ -38,7 +40,7 @@ func writeThenExec(s *run) []Finding {
 			writes[f.written] = s.events[i]
 			continue
 		}
-		if f.flags&fExec == 0 {
+		if f.flags&fExec == 0 || superseded[s.events[i].Seq] {
 			continue
 		}
 		e := s.events[i]

@@ -66,6 +66,7 @@ func TestWriteThenExec(t *testing.T) {
 			want: []string{"info write-then-exec"},
 		},
 		{
+			// remote-code-exec supersedes write-then-exec for it.
 			name: "downloaded to /tmp and run; it phones home",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
@@ -80,7 +81,7 @@ func TestWriteThenExec(t *testing.T) {
 				x.connect("203.0.113.6", 8443)
 				x.exit(0)
 			},
-			want: []string{"high write-then-exec", "medium unexpected-egress", "medium unexpected-egress"},
+			want: []string{"high remote-code-exec", "medium unexpected-egress", "medium unexpected-egress"},
 		},
 		{
 			name: "the tests interpret a module the agent edited with sed",
