@@ -69,7 +69,7 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 		if id < 0 {
 			continue
 		}
-		r, ok := s.match(l, id)
+		r, ok := s.matchOf(l, i, id)
 		if !ok {
 			continue
 		}

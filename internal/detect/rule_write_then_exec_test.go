@@ -133,5 +133,46 @@ func TestWriteThenExec(t *testing.T) {
 			},
 			want: []string{"high write-then-exec", "high sensitive-read"},
 		},
+		{
+			name: "a written script whose run appends to ~/.bashrc: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/setup.sh")
+				ag.inCall("t1").open(proj+"/setup.sh", "write,create")
+				b.shell("t2", "sh setup.sh")
+				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "setup.sh").open(home+"/.bashrc", "write")
+			},
+			want: []string{"high persistence", "high write-then-exec"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.Rule == "write-then-exec" && !strings.Contains(f.Detail, "persistence or privilege") {
+						t.Errorf("finding %+v does not say why it is high", f)
+					}
+				}
+			},
+		},
+		{
+			name: "a written script whose run, under its own HOME, adds an SSH key there: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/keys.sh")
+				ag.inCall("t1").open(proj+"/keys.sh", "write,create")
+				b.shell("t2", "HOME=/srv/ci sh keys.sh")
+				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "keys.sh").home("/srv/ci").open("/srv/ci/.ssh/authorized_keys", "write,create")
+			},
+			want: []string{"high persistence", "high write-then-exec", "low claim-edit-mismatch"},
+		},
+		{
+			name: "a written script whose run edits sudoers: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/grant.sh")
+				ag.inCall("t1").open(proj+"/grant.sh", "write,create")
+				b.shell("t2", "sh grant.sh")
+				sh := ag.spawn(200, "t2", "/usr/bin/dash", "sh", "grant.sh")
+				sh.spawn(201, "", "/usr/bin/tee", "tee", "-a", "/etc/sudoers.d/dev").open("/etc/sudoers.d/dev", "write,create")
+			},
+			want: []string{"high privilege-escalation", "high write-then-exec", "low claim-edit-mismatch"},
+		},
 	})
 }
