@@ -39,11 +39,12 @@ var (
 )
 
 // installedBy returns the installer among names that image id or one of
-// its ancestors runs, "" for none.
+// its ancestors runs, "" for none: the program the kernel ran
+// (programNames), never argv[0], since a lower severity rests on it.
 func (s *facts) installedBy(id string, names []string) string {
 	found := ""
 	check := func(im *lineage.Image) bool {
-		for _, n := range s.names(im.ID) {
+		for _, n := range s.programNames(im.ID) {
 			for _, want := range names {
 				if n == want {
 					found = n

@@ -91,6 +91,16 @@ func TestPersistence(t *testing.T) {
 			},
 			want: []string{"low persistence"},
 		},
+		{
+			name: "a cron job by a shell calling itself dpkg is no package install",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "exec -a dpkg sh -c 'echo … > /etc/cron.d/x'")
+				d := ag.spawn(200, "t1", "/usr/bin/dash", "dpkg", "-c", "echo … > /etc/cron.d/x")
+				d.open("/etc/cron.d/x", "write,create")
+			},
+			want: []string{"high persistence"},
+		},
 	})
 }
 

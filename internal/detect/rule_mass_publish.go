@@ -152,11 +152,12 @@ func httpUploads(s *run, publishes []*event.Event) []upload {
 			s.tree.HasAncestor(im.ID, func(p *lineage.Image) bool { return pub[p.ID] }) {
 			continue
 		}
-		names := s.names(im.ID)
-		if s.pol.BuildTool(names) || s.runsPackageManager(im) {
+		// A build tool is what the kernel ran (programNames), never what
+		// the process calls itself; an HTTP client may be either.
+		if s.pol.BuildTool(s.programNames(im.ID)) || s.runsPackageManager(im) {
 			continue
 		}
-		client := slices.ContainsFunc(names, func(n string) bool { return slices.Contains(httpClients, n) })
+		client := slices.ContainsFunc(s.names(im.ID), func(n string) bool { return slices.Contains(httpClients, n) })
 		u := upload{exec: im.Exec}
 		for _, j := range im.Events {
 			e, f := s.events[j], &s.byEvent[j]

@@ -78,7 +78,7 @@ func downloadedRun(s *run, e *event.Event, lastWrite func(string) *event.Event, 
 	}
 	target, viaInterp := execTarget(e, lastWrite)
 	w := lastWrite(target)
-	if w == nil || done[target] || s.pol.BuildTool(s.names(w.ExecID)) {
+	if w == nil || done[target] || s.pol.BuildTool(s.programNames(w.ExecID)) {
 		return Finding{}, false
 	}
 	got, ok := s.fetched(w.ExecID)
