@@ -103,6 +103,11 @@ type Policy struct {
 	Artifacts        []string
 	AgentPrograms    []string
 	Thresholds       Thresholds
+	// Kill and ExecGate apply to isolated runs only (run --isolate):
+	// ExecGate stops every exec of the tree until the integrity check
+	// has judged its binary, and kills a modified one.
+	Kill     Kill
+	ExecGate bool
 
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
@@ -164,6 +169,8 @@ type file struct {
 	Artifacts        []string        `yaml:"artifacts"`
 	AgentPrograms    []string        `yaml:"agent_programs"`
 	Thresholds       *thresholdsFile `yaml:"thresholds"`
+	Kill             *Kill           `yaml:"kill"`
+	ExecGate         *bool           `yaml:"exec_gate"`
 }
 
 type ruleFile struct {
@@ -252,6 +259,15 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.AgentPrograms, f.AgentPrograms)
 	if f.Thresholds != nil {
 		f.Thresholds.apply(&p.Thresholds)
+	}
+	if f.Kill != nil {
+		p.Kill = *f.Kill
+	}
+	if f.ExecGate != nil {
+		p.ExecGate = *f.ExecGate
+	}
+	if err := checkKill(p.Kill); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := p.compile(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
