@@ -7,6 +7,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -32,6 +33,7 @@ type builder struct {
 	pol    *policy.Policy
 	noAttr bool
 	root   int
+	iso    *manifest.Isolation // the session ran isolated (blocked_test.go)
 }
 
 func newBuilder() *builder {
@@ -204,7 +206,7 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root}, Policy: b.pol}
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root, Isolation: b.iso}, Policy: b.pol}
 	if b.noAttr {
 		return in
 	}

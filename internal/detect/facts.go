@@ -88,6 +88,7 @@ const (
 	fOwn                                // agentOwn
 	fLate                               // attributed to a call, after the call returned
 	fUnattributed                       // attributed to nothing
+	fBlocked                            // an egress attempt the isolation refused (blocked.go)
 )
 
 // newFacts builds the facts of session in.
@@ -236,6 +237,8 @@ func (s *facts) walk() {
 		case event.KindConnect:
 			if isEgress(e) {
 				f.flags |= fEgress
+			} else if s.blockedConnect(e) {
+				f.flags |= fEgress | fBlocked
 			}
 		case event.KindNet:
 			if e.BytesSent != 0 {

@@ -90,4 +90,8 @@ type Finding struct {
 	Claim      string     `json:"claim,omitempty"` // the claim's text, for claim-* rules
 	Evidence   []uint64   `json:"evidence"`        // event seqs
 	Frameworks Frameworks `json:"frameworks"`
+	// Blocked: the session was isolated and refused the attempt (a masked
+	// credential read nothing, a connect failed with EPERM). The attempt
+	// is the finding all the same.
+	Blocked bool `json:"blocked,omitempty"`
 }

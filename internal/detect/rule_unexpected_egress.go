@@ -27,7 +27,7 @@ func init() {
 func unexpectedEgress(s *run) []Finding {
 	type dest struct {
 		display, who, call, why string
-		low, after              bool
+		low, after, blocked     bool
 		seqs                    []uint64
 	}
 	firstSecret, secret := firstSecretRead(s.needs)
@@ -46,11 +46,12 @@ func unexpectedEgress(s *run) []Finding {
 		if name == "" {
 			name = e.Addr
 		}
-		key := fmt.Sprintf("%s\x00%s\x00%d", s.actorKey(e), name, e.Port)
+		blocked := s.byEvent[i].flags&fBlocked != 0
+		key := fmt.Sprintf("%s\x00%s\x00%d\x00%v", s.actorKey(e), name, e.Port, blocked)
 		d := m[key]
 		if d == nil {
 			call, who := s.actor(e)
-			d = &dest{display: p.display(e), who: who, call: call}
+			d = &dest{display: p.display(e), who: who, call: call, blocked: blocked}
 			switch {
 			case s.attr == nil && s.agent[e.ExecID] && isLoopback(e.Addr):
 				// Without a transcript the agent's own loopback connection
@@ -75,6 +76,11 @@ func unexpectedEgress(s *run) []Finding {
 		d := m[k]
 		sev := s.rule.Severity
 		detail := fmt.Sprintf("%s connected to %s, which the egress allowlist does not cover", d.who, d.display)
+		title := "Unexpected connection to " + d.display
+		if d.blocked {
+			detail = fmt.Sprintf("%s tried to connect to %s, which the egress allowlist does not cover; the isolation refused it (EPERM)", d.who, d.display)
+			title += " (blocked)"
+		}
 		switch {
 		case d.low:
 			sev = SeverityLow
@@ -89,10 +95,11 @@ func unexpectedEgress(s *run) []Finding {
 		if n := len(d.seqs); n > 1 {
 			detail += fmt.Sprintf(" (%d events)", n)
 		}
-		out = append(out, s.finding(sev, "Unexpected connection to "+d.display,
-			detail+".", d.call, capped(d.seqs, 20), d.after && !d.low))
+		f := s.finding(sev, title, detail+".", d.call, capped(d.seqs, 20), d.after && !d.low)
+		f.Blocked = d.blocked
+		out = append(out, f)
 	}
-	return out
+	return append(out, blockedSends(s)...)
 }
 
 // firstSecretRead returns the seq of the first read that made a finding
