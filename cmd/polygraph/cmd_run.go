@@ -24,6 +24,7 @@ type runOptions struct {
 	linger time.Duration
 	asRoot bool
 	reportFlags
+	isolateFlags
 }
 
 // reportFlags are the report options run, attach share.
@@ -74,6 +75,7 @@ above SEV exists; 1 when polygraph cannot trace.`,
 	cmd.Flags().DurationVar(&opts.linger, "linger", 3*time.Second, "keep tracing processes left running this long after CMD exits")
 	cmd.Flags().BoolVar(&opts.asRoot, "as-root", false, "under sudo, run CMD as root instead of the invoking user")
 	addReportFlags(cmd, &opts.reportFlags)
+	addIsolateFlags(cmd, &opts.isolateFlags)
 	return cmd
 }
 
@@ -88,6 +90,17 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	}
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()
+	}
+	if opts.isolate {
+		pol, err := loadPolicy(opts.policy)
+		if err != nil {
+			return err
+		}
+		if ro.Isolate, err = opts.isolation(pol); err != nil {
+			return err
+		}
+	} else if _, err := opts.isolation(nil); err != nil {
+		return err
 	}
 	return recordAndReport(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// Started is called once the session exists, with its metadata.
 	Started func(session.Meta)
 	Sensor  sensor.Options
+	// Isolate, for run, runs the command isolated (isolate.go).
+	Isolate *Isolation
+	iso     *isolation // the running isolated session
 }
 
 // Result is what a finished recording left.

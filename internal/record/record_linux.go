@@ -39,6 +39,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.Started != nil {
 		o.Started(w.Meta())
 	}
+	if o.Isolate != nil && o.Mode != "attach" {
+		if o.iso, err = startIsolation(ctx, o, w.Meta()); err != nil {
+			w.Close(nil)
+			return nil, err
+		}
+		defer o.iso.close()
+	}
 	// The shim (polygraph itself, waiting to exec the command) is traced
 	// from before its exec; what its Go runtime does is polygraph's, not
 	// the command's. Only its exit (when the command could not be
@@ -47,6 +54,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var shimImage atomic.Pointer[string]
 	s.Start(func(ev *event.Event) {
 		if p := shimImage.Load(); p != nil && ev.ExecID == *p && ev.Kind != event.KindExit {
+			o.iso.shimEvent(ev, w)
 			return
 		}
 		w.Add(ev)
@@ -67,6 +75,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		w.Close(nil)
 		return nil, err
 	}
+	o.iso.collect(w)
 	if err := finish(s, w, &res); err != nil {
 		return nil, err
 	}
@@ -152,6 +161,11 @@ func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Opti
 	cmd.ExtraFiles = []*os.File{pr}
 	if o.Credential != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.Credential}
+	}
+	if err := o.iso.apply(cmd); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, err
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)

@@ -36,7 +36,7 @@ func ShimMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
 		return 126
 	}
-	err = syscall.Exec(path, args, os.Environ())
+	err = execCommand(path, args, os.Environ())
 	fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
 	if errors.Is(err, syscall.ENOENT) {
 		return 127
