@@ -128,6 +128,9 @@ func isExecutable(p string) bool {
 // egress.dns, the resolvers. Names are followed in the kernel and
 // resolved now as well. It returns the allowlist and its description.
 func egressOf(ctx context.Context, pol *policy.Policy, env []string) (*guard.Egress, []string) {
+	if env == nil {
+		env = os.Environ() // the command's, as exec gives it
+	}
 	eg := &guard.Egress{}
 	names := map[string][]uint16{}
 	var order, desc []string
