@@ -31,6 +31,8 @@ type isolation struct {
 	root    atomic.Bool // PID-namespace mode: the command's pid is known
 	checker *integrity.Checker
 	cwd     string
+	stop    context.CancelFunc // ends the lookups at start
+	lookups sync.WaitGroup
 }
 
 // startIsolation removes what killed sessions left (and says so), then
@@ -70,6 +72,7 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	if iso.sess, err = guard.Start(ctx, g); err != nil {
 		return nil, fmt.Errorf("isolate: %w", err)
 	}
+	iso.resolve(ctx, eg.Names)
 	iso.info.Masked, iso.info.Kept, iso.info.Egress = present(mask), present(keep), desc
 	iso.info.PIDNamespace, iso.info.MemoryMax, iso.info.PidsMax = true, g.MemoryMax, g.PidsMax
 	slog.Debug("isolated", "masked", iso.info.Masked, "kept", iso.info.Kept, "egress", desc)
@@ -125,8 +128,8 @@ func isExecutable(p string) bool {
 
 // egressOf builds the allowlist from the policy's egress entries, its
 // registries, the model endpoints env points the agent at and, with
-// egress.dns, the resolvers. Names are followed in the kernel and
-// resolved now as well. It returns the allowlist and its description.
+// egress.dns, the resolvers. Names are followed in the kernel (and
+// resolved by resolve). It returns the allowlist and its description.
 func egressOf(ctx context.Context, pol *policy.Policy, env []string) (*guard.Egress, []string) {
 	if env == nil {
 		env = os.Environ() // the command's, as exec gives it
@@ -164,8 +167,26 @@ func egressOf(ctx context.Context, pol *policy.Policy, env []string) (*guard.Egr
 		eg.Names = append(eg.Names, guard.Name{Host: n, Ports: ports})
 		desc = append(desc, n+portsDesc(ports))
 	}
-	eg.Allow = append(eg.Allow, resolveNow(ctx, eg.Names)...)
 	return eg, desc
+}
+
+// resolve looks the allowed names up in the background and allows what
+// they resolve to: lookups the kernel will not see (a cache outside the
+// tree, DNS over TCP) still find the addresses allowed. In the
+// background because a machine without a reachable resolver would make
+// every start wait for the lookups to time out (2 s here); the tree's own
+// lookups are followed in the kernel meanwhile.
+func (iso *isolation) resolve(ctx context.Context, names []guard.Name) {
+	ctx, iso.stop = context.WithCancel(ctx)
+	iso.lookups.Add(1)
+	go func() {
+		defer iso.lookups.Done()
+		if eps := resolveNow(ctx, names); len(eps) > 0 && ctx.Err() == nil {
+			if err := iso.sess.Allow(eps...); err != nil {
+				slog.Debug("isolate: allowing the names' addresses", "err", err)
+			}
+		}
+	}()
 }
 
 func portsDesc(ports []uint16) string {
@@ -179,9 +200,7 @@ func portsDesc(ports []uint16) string {
 	return ":" + strings.Join(s, ",")
 }
 
-// resolveNow looks the names up at start, in parallel and within two
-// seconds: lookups the kernel will not see (a cache outside the tree, DNS
-// over TCP) still find the addresses allowed.
+// resolveNow looks the names up, in parallel and within two seconds.
 func resolveNow(ctx context.Context, names []guard.Name) []guard.Endpoint {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -282,6 +301,8 @@ func (iso *isolation) close() {
 	if iso == nil {
 		return
 	}
+	iso.stop()
+	iso.lookups.Wait()
 	if err := iso.sess.Close(); err != nil {
 		slog.Warn("closing the isolated session", "err", err)
 	}
