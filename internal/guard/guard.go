@@ -1,8 +1,11 @@
 // Package guard enforces an isolated session: it hides credential files
 // from the traced process tree behind a private mount namespace, confines
 // the tree's network egress to an allowlist with cgroup BPF programs,
-// accounts and limits its resources in a per-session cgroup v2, and
-// removes what a killed session left behind. polygraph's recorder keeps
+// kills a process of the tree that runs a denied binary or opens a denied
+// file for writing and, optionally, stops every exec until a gate has
+// judged it (Kill, Gate: tracepoint programs, which kill after the
+// syscall and cannot refuse it), accounts and limits its resources in a
+// per-session cgroup v2, and removes what a killed session left behind. polygraph's recorder keeps
 // recording every refused attempt; guard only makes the attempt fail.
 //
 // The kernel side lives in the _linux.go files; this file holds the types
