@@ -27,11 +27,16 @@ const (
 	KindAccept  Kind = "accept"
 	KindDNS     Kind = "dns"
 	KindNet     Kind = "net"
+	// KindUring is an io_uring operation without a syscall twin among
+	// the kinds above (read, write, send, socket, ...), or a ring's
+	// creation (RingOp "setup"); the twins (open, rename, unlink, mkdir,
+	// link, connect, accept) are events of their own kind with a Ring.
+	KindUring Kind = "uring"
 )
 
 // Kinds lists every kind in a stable order (for help texts and validation).
 var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir,
-	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet}
+	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindUring}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -80,8 +85,11 @@ type Event struct {
 	// and in sessions recorded before the sensor took it).
 	*Object
 
-	// connect, bind, accept, dns, net (nil for the other kinds)
+	// connect, bind, accept, dns, net, uring (nil for the other kinds)
 	*Network
+
+	// an operation done through io_uring (nil for a syscall's)
+	*Ring
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -183,6 +191,36 @@ type Network struct {
 	BytesRecv uint64 `json:"bytes_recv,omitempty"`
 }
 
+// Ring marks an event whose operation a process submitted through an
+// io_uring ring instead of making the syscall: the sensor reads it from
+// the io_uring tracepoints, with the kernel's copy of the path names and
+// the opened file's object, as for the syscall. A KindUring event is one
+// operation of its kind per process and file (or socket) however many
+// were submitted: the first, with its result.
+type Ring struct {
+	// Via is "io_uring" (the only channel so far).
+	Via string `json:"via"`
+	// RingOp names the operation: the IORING_OP_ name in lower case
+	// ("openat", "read", "send", ...), or "setup" for a ring's creation.
+	RingOp string `json:"uring_op,omitempty"`
+	// ResultUnknown: the operation asked for no completion on success
+	// (IOSQE_CQE_SKIP_SUCCESS), so it was recorded when submitted and
+	// Result is nil.
+	ResultUnknown bool `json:"result_unknown,omitempty"`
+}
+
+// ViaRing is the value of Ring.Via.
+const ViaRing = "io_uring"
+
+// Via names the channel e's operation went through: "io_uring", or ""
+// for a syscall.
+func (e *Event) Via() string {
+	if e.Ring == nil {
+		return ""
+	}
+	return e.Ring.Via
+}
+
 // New returns an event of kind k with the field groups k carries.
 func New(k Kind) *Event {
 	e := &Event{Kind: k}
@@ -199,10 +237,13 @@ func (e *Event) Complete() {
 		if e.Process == nil {
 			e.Process = &Process{}
 		}
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet:
+	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindUring:
 		if e.Network == nil {
 			e.Network = &Network{}
 		}
+	}
+	if e.Kind == KindUring && e.Ring == nil {
+		e.Ring = &Ring{Via: ViaRing}
 	}
 }
 

@@ -19,7 +19,7 @@ func TestNewGivesTheKindsGroups(t *testing.T) {
 	for _, k := range Kinds {
 		e := New(k)
 		wantP := k == KindExec || k == KindFork || k == KindExit
-		wantN := k == KindConnect || k == KindBind || k == KindAccept || k == KindDNS || k == KindNet
+		wantN := k == KindConnect || k == KindBind || k == KindAccept || k == KindDNS || k == KindNet || k == KindUring
 		if (e.Process != nil) != wantP || (e.Network != nil) != wantN {
 			t.Errorf("New(%s): Process %v Network %v, want %v %v", k, e.Process != nil, e.Network != nil, wantP, wantN)
 		}

@@ -207,6 +207,8 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeSock(b)
 	case evDNS:
 		return d.decodeDNS(b)
+	case evUring:
+		return d.decodeUring(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }

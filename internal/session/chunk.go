@@ -83,10 +83,15 @@ const (
 	fPathRequested protowire.Number = 46
 	fPathDiffers   protowire.Number = 47
 	fDeleted       protowire.Number = 48 // exec
+	// an operation submitted through io_uring (event.Ring); fVia is
+	// written whenever the event has one, so its presence marks the group
+	fVia           protowire.Number = 60
+	fRingOp        protowire.Number = 61
+	fResultUnknown protowire.Number = 62
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fDeleted
+const lastField = fResultUnknown
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -94,6 +99,7 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindExec: 1, event.KindFork: 2, event.KindExit: 3, event.KindOpen: 4, event.KindRename: 5,
 	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
 	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14,
+	event.KindUring: 60,
 }
 
 // kindByCode is kindCodes inverted.
@@ -237,6 +243,11 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		uint(fBytesSent, n.BytesSent)
 		uint(fBytesRecv, n.BytesRecv)
 	}
+	if r := ev.Ring; r != nil {
+		str1(fVia, r.Via)
+		str(fRingOp, r.RingOp)
+		flag(fResultUnknown, r.ResultUnknown)
+	}
 
 	n := len(buf) - body
 	if n < 1<<14 {
@@ -263,10 +274,11 @@ type chunkDecoder struct {
 	strs *pathTable
 	in   *interner
 	// the values of pointer fields, allocated together
-	u32  event.Slab[uint32]
-	i64  event.Slab[int64]
-	ints event.Slab[int]
-	objs event.Slab[event.Object]
+	u32   event.Slab[uint32]
+	i64   event.Slab[int64]
+	ints  event.Slab[int]
+	objs  event.Slab[event.Object]
+	rings event.Slab[event.Ring]
 }
 
 // errChunk is wrapped by a chunk decoding error.
@@ -331,6 +343,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
+		} else if fVia <= num && num <= fResultUnknown && ev.Ring == nil {
+			ev.Ring = d.rings.New()
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -400,6 +414,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Nlink = uint32(v)
 		case fDeleted:
 			ev.Deleted = v != 0
+		case fResultUnknown:
+			ev.ResultUnknown = v != 0
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -470,6 +486,10 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.PathRequested = s
 	case fPathDiffers:
 		ev.PathDiffers = s
+	case fVia:
+		ev.Ring.Via = s
+	case fRingOp:
+		ev.RingOp = s
 	}
 }
 
@@ -478,7 +498,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
 		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers} {
+		fFileType, fPathRequested, fPathDiffers, fVia, fRingOp} {
 		m[f] = true
 	}
 	return m
