@@ -85,8 +85,10 @@ int main(int argc, char **argv)
 
 	s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)"new.txt";
 	s.open_flags = O_WRONLY | O_CREAT | O_TRUNC; s.len = 0644;
+	s.flags = IOSQE_ASYNC; /* run by an io-wq worker, not the submitter */
 	int wfd = op("openat new", &s);
 	s.opcode = IORING_OP_WRITE; s.fd = wfd; s.addr = (unsigned long)"exfil\n"; s.len = 6;
+	s.flags = IOSQE_ASYNC;
 	op("write", &s);
 
 	s.opcode = IORING_OP_MKDIRAT; s.fd = AT_FDCWD; s.addr = (unsigned long)"dir"; s.len = 0755;
