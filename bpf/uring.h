@@ -72,17 +72,22 @@ struct uring_ident {
 	__u32 _pad1;
 };
 
-/* Key and value of map uring_seen. */
+/* Key and value of map uring_seen: the file is named by its identity
+ * (as the record's uring_ident gives it; 0 for none), so user space can
+ * match the totals it drains at exit to the first record. */
 struct uring_key {
 	__u32 pid;
 	__u8 op;
 	__u8 _pad0[3];
-	__u64 ino; /* struct inode *, 0 for none */
+	__u32 dev;
+	__u32 _pad1;
+	__u64 ino;
 };
 
 struct uring_val {
 	__u64 ops;
-	__u64 bytes;
+	__u64 bytes; /* the sum of the positive results */
+	__u64 last_ns;
 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
@@ -540,19 +545,26 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 }
 
 /* uring_once reports whether this is the first operation op of the
- * process on inode ino, counting it (and its bytes) either way. */
+ * process on f's file, counting it (and its bytes) either way; user
+ * space drains the counts when the process exits. */
 static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s32 res)
 {
 	struct uring_key k = {.pid = tgid, .op = op};
-	k.ino = f ? (__u64)BPF_CORE_READ(f, f_inode) : 0;
+	if (f) {
+		struct inode *ino = BPF_CORE_READ(f, f_inode);
+		k.ino = BPF_CORE_READ(ino, i_ino);
+		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	}
+	__u64 now = bpf_ktime_get_boot_ns();
 	struct uring_val *v = bpf_map_lookup_elem(&uring_seen, &k);
 	if (v) {
 		__sync_fetch_and_add(&v->ops, 1);
 		if (res > 0)
 			__sync_fetch_and_add(&v->bytes, res);
+		v->last_ns = now;
 		return false;
 	}
-	struct uring_val z = {.ops = 1, .bytes = res > 0 ? res : 0};
+	struct uring_val z = {.ops = 1, .bytes = res > 0 ? res : 0, .last_ns = now};
 	bpf_map_update_elem(&uring_seen, &k, &z, BPF_NOEXIST);
 	return true;
 }

@@ -196,7 +196,8 @@ type Network struct {
 // the io_uring tracepoints, with the kernel's copy of the path names and
 // the opened file's object, as for the syscall. A KindUring event is one
 // operation of its kind per process and file (or socket) however many
-// were submitted: the first, with its result.
+// were submitted: the first, with its result, and at the process's exit
+// the totals (RingOps, RingBytes).
 type Ring struct {
 	// Via is "io_uring" (the only channel so far).
 	Via string `json:"via"`
@@ -207,6 +208,13 @@ type Ring struct {
 	// (IOSQE_CQE_SKIP_SUCCESS), so it was recorded when submitted and
 	// Result is nil.
 	ResultUnknown bool `json:"result_unknown,omitempty"`
+	// RingOps and RingBytes, on the KindUring event the sensor adds when
+	// the process exits (timed at its last such operation), total every
+	// operation RingOp of the process on this file or socket, the first
+	// included: how many, and the sum of their positive results (bytes,
+	// for reads, writes, sends and receives).
+	RingOps   uint64 `json:"uring_ops,omitempty"`
+	RingBytes uint64 `json:"uring_bytes,omitempty"`
 }
 
 // ViaRing is the value of Ring.Via.

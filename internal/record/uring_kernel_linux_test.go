@@ -113,6 +113,24 @@ func TestUringOperationsRecorded(t *testing.T) {
 			t.Errorf("%s: no such event", c.name)
 		}
 	}
+	secret, err := os.ReadFile(pl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads, totals int
+	for _, e := range evs {
+		if e.Kind != event.KindUring || e.RingOp != "read" || e.Path != pl.path {
+			continue
+		}
+		if e.RingOps == 0 {
+			reads++
+		} else if totals++; e.RingOps != 2 || e.RingBytes != uint64(2*len(secret)) {
+			t.Errorf("read totals: %d ops, %d bytes; want 2 ops, %d bytes", e.RingOps, e.RingBytes, 2*len(secret))
+		}
+	}
+	if reads != 1 || totals != 1 {
+		t.Errorf("two reads of the secret made %d read events and %d totals, want 1 and 1", reads, totals)
+	}
 	if t.Failed() || testing.Verbose() {
 		for _, e := range evs {
 			if e.Ring != nil {

@@ -167,6 +167,8 @@ type polygraphUringKey struct {
 	Pid  uint32
 	Op   uint8
 	Pad0 [3]uint8
+	Dev  uint32
+	Pad1 uint32
 	Ino  uint64
 }
 
@@ -187,9 +189,10 @@ type polygraphUringPend struct {
 }
 
 type polygraphUringVal struct {
-	_     structs.HostLayout
-	Ops   uint64
-	Bytes uint64
+	_      structs.HostLayout
+	Ops    uint64
+	Bytes  uint64
+	LastNs uint64
 }
 
 // Names of all BPF objects in the ELF.

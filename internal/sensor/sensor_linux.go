@@ -285,6 +285,7 @@ func (s *Sensor) readLoop() {
 				// byte counters now.
 				s.final = true
 				s.drainPeers(0, nil)
+				s.drainRing(0)
 				return
 			}
 			if errors.Is(err, ringbuf.ErrClosed) {
@@ -308,6 +309,7 @@ func (s *Sensor) readLoop() {
 			if rec.RawSample[1]&flagPeers != 0 {
 				s.drainPeers(ev.PID, ev)
 			}
+			s.drainRing(ev.PID)
 			s.dec.Forget(ev.PID)
 		}
 	}

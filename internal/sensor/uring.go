@@ -3,6 +3,7 @@ package sensor
 import (
 	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
 )
@@ -124,6 +125,13 @@ func (d *Decoder) decodeUring(b []byte) (*event.Event, error) {
 		}
 	}
 	d.uringFields(e, r, ps[0], p1, p2)
+	if kind == event.KindUring && r.Op != uringSetup {
+		k := ringKey{pid: r.H.Pid, op: r.Op}
+		if ident != nil {
+			k.ino, k.dev = binary.LittleEndian.Uint64(ident[0:8]), binary.LittleEndian.Uint32(ident[8:12])
+		}
+		d.ring.remember(k, e)
+	}
 	return e, nil
 }
 
@@ -190,4 +198,97 @@ func (d *Decoder) uringFields(e *event.Event, r *polygraphEvUring, raw1 []byte, 
 			e.Flags = d.u32.Ptr(r.Flags) // IORING_SETUP_* flags
 		}
 	}
+}
+
+// ringKey names one entry of map uring_seen: a process, an operation
+// and a file (dev in the kernel's encoding; 0 and 0 for none).
+type ringKey struct {
+	pid uint32
+	op  uint8
+	dev uint32
+	ino uint64
+}
+
+// ringState is what the decoder keeps of the first KindUring event of
+// each key, for the event that totals it when the process exits.
+type ringState struct {
+	first map[ringKey]*event.Event
+	pids  map[uint32]int // entries of first per pid
+}
+
+// maxRingFirst bounds ringState.first, like map uring_seen's size.
+const maxRingFirst = 16384
+
+func (r *ringState) remember(k ringKey, e *event.Event) {
+	if r.first == nil {
+		r.first, r.pids = map[ringKey]*event.Event{}, map[uint32]int{}
+	}
+	if _, ok := r.first[k]; ok || len(r.first) >= maxRingFirst {
+		return // evicted from the kernel's map and seen again, or too many
+	}
+	// A copy of what the totals repeat: the sink owns e.
+	c := &event.Event{Kind: event.KindUring, PID: e.PID, TID: e.TID, PPID: e.PPID, Comm: e.Comm,
+		ExecID: e.ExecID, ParentExecID: e.ParentExecID, Path: e.Path}
+	if e.Object != nil {
+		o := *e.Object
+		c.Object = &o
+	}
+	if e.Network != nil {
+		n := *e.Network
+		c.Network = &n
+	}
+	r.first[k] = c
+	r.pids[k.pid]++
+}
+
+// RingUser reports whether the decoder saw io_uring operations of pid
+// (of any process, for pid 0) whose totals are not drained yet.
+func (d *Decoder) RingUser(pid uint32) bool {
+	if pid == 0 {
+		return len(d.ring.first) > 0
+	}
+	return d.ring.pids[pid] > 0
+}
+
+// RingTotal builds the event totalling the operations of one key of map
+// uring_seen: ops operations whose positive results sum to bytes, the
+// last at boot-clock lastNS. It forgets the key.
+func (d *Decoder) RingTotal(pid uint32, op uint8, dev uint32, ino, ops, bytes, lastNS uint64) *event.Event {
+	k := ringKey{pid: pid, op: op, dev: dev, ino: ino}
+	e := d.ring.first[k]
+	if e == nil {
+		// its first record was lost, or came before tracing began
+		e = &event.Event{Kind: event.KindUring, PID: pid, TID: pid, ExecID: d.ExecIDOf(pid)}
+		if ino != 0 {
+			e.Object = &event.Object{Dev: userDev(dev), Ino: ino}
+		}
+	} else {
+		delete(d.ring.first, k)
+		if d.ring.pids[pid]--; d.ring.pids[pid] <= 0 {
+			delete(d.ring.pids, pid)
+		}
+	}
+	e.Complete()
+	e.TS = d.BootOffset.Add(time.Duration(lastNS))
+	e.Ring = &event.Ring{Via: event.ViaRing, RingOp: RingOpName(op), RingOps: ops, RingBytes: bytes}
+	return e
+}
+
+// ringForget drops what is kept of pid (of every process, for pid 0)
+// once its totals are drained.
+func (d *Decoder) ringForget(pid uint32) {
+	if pid == 0 {
+		clear(d.ring.first)
+		clear(d.ring.pids)
+		return
+	}
+	if d.ring.pids[pid] == 0 {
+		return
+	}
+	for k := range d.ring.first {
+		if k.pid == pid {
+			delete(d.ring.first, k)
+		}
+	}
+	delete(d.ring.pids, pid)
 }

@@ -9,3 +9,35 @@ func init() {
 	optionalBTF["uring_submit"] = struct{ target, feature string }{"btf_trace_io_uring_submit_req", lost}
 	optionalBTF["uring_complete"] = struct{ target, feature string }{"btf_trace_io_uring_complete", lost}
 }
+
+// drainRing turns the io_uring operation counts of pid (all pids when
+// pid is 0) into the KindUring events that total them, and removes them
+// from map uring_seen. Only a process the decoder saw use a ring has
+// any, so other exits cost nothing.
+func (s *Sensor) drainRing(pid uint32) {
+	if !s.dec.RingUser(pid) {
+		return
+	}
+	m := s.coll.Maps["uring_seen"]
+	if m == nil {
+		return
+	}
+	type kv struct {
+		k polygraphUringKey
+		v polygraphUringVal
+	}
+	var found []kv
+	var k polygraphUringKey
+	var v polygraphUringVal
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if pid == 0 || k.Pid == pid {
+			found = append(found, kv{k, v})
+		}
+	}
+	for _, f := range found {
+		_ = m.Delete(f.k)
+		s.emit(s.dec.RingTotal(f.k.Pid, f.k.Op, f.k.Dev, f.k.Ino, f.v.Ops, f.v.Bytes, f.v.LastNs))
+	}
+	s.dec.ringForget(pid)
+}

@@ -88,10 +88,12 @@ const (
 	fVia           protowire.Number = 60
 	fRingOp        protowire.Number = 61
 	fResultUnknown protowire.Number = 62
+	fRingOps       protowire.Number = 63
+	fRingBytes     protowire.Number = 64
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fResultUnknown
+const lastField = fRingBytes
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -247,6 +249,8 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str1(fVia, r.Via)
 		str(fRingOp, r.RingOp)
 		flag(fResultUnknown, r.ResultUnknown)
+		uint(fRingOps, r.RingOps)
+		uint(fRingBytes, r.RingBytes)
 	}
 
 	n := len(buf) - body
@@ -343,7 +347,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
-		} else if fVia <= num && num <= fResultUnknown && ev.Ring == nil {
+		} else if fVia <= num && num <= fRingBytes && ev.Ring == nil {
 			ev.Ring = d.rings.New()
 		}
 		if stringFields[num] {
@@ -416,6 +420,10 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Deleted = v != 0
 		case fResultUnknown:
 			ev.ResultUnknown = v != 0
+		case fRingOps:
+			ev.RingOps = v
+		case fRingBytes:
+			ev.RingBytes = v
 		}
 	}
 	ev.TS = timeOf(ts)

@@ -82,6 +82,9 @@ int main(int argc, char **argv)
 	int fd = op("openat cred", &s);
 	s.opcode = IORING_OP_READ; s.fd = fd; s.addr = (unsigned long)buf; s.len = sizeof buf;
 	op("read", &s);
+	/* a second read of the same file: counted, not another event */
+	s.opcode = IORING_OP_READ; s.fd = fd; s.addr = (unsigned long)buf; s.len = sizeof buf;
+	op("read again", &s);
 
 	s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)"new.txt";
 	s.open_flags = O_WRONLY | O_CREAT | O_TRUNC; s.len = 0644;
