@@ -245,6 +245,9 @@ const struct uring_ident *_unused_ident __attribute__((unused));
 _Static_assert(PEND_OFF + sizeof(struct uring_pend) <= SCRATCH_SIZE, "uring_pend outside scratch");
 _Static_assert(sizeof(struct ev_uring) <= DATA_OFF, "ev_uring overlaps data");
 
+/* URING_TASK: the request names its task (req->tctx->task, 6.13+). */
+#define URING_TASK bpf_core_field_exists(((struct io_kiocb *)0)->tctx)
+
 /* uring_twin is the record kind an opcode reports as, 0 for none. */
 static __always_inline __u8 uring_twin(__u8 op)
 {
@@ -327,6 +330,8 @@ static __always_inline __u16 uring_name(char *p, struct filename *fn)
 static __always_inline int uring_prep(struct io_kiocb *req, __u8 op, struct uring_pend *p)
 {
 	void *cmd = req;
+	if (!bpf_core_type_exists(struct io_open))
+		return 0; /* before 6.0 the commands were members of io_kiocb */
 	p->op = op;
 	p->twin = uring_twin(op);
 	p->len1 = p->len2 = 0;
@@ -496,6 +501,31 @@ static __always_inline void uring_report_paths(struct scratch *s, struct task_st
 	submit_scratch(s, off);
 }
 
+/* uring_once reports whether this is the first operation op of the
+ * process on f's file, counting it (and its bytes) either way; user
+ * space drains the counts when the process exits. */
+static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s32 res)
+{
+	struct uring_key k = {.pid = tgid, .op = op};
+	if (f) {
+		struct inode *ino = BPF_CORE_READ(f, f_inode);
+		k.ino = BPF_CORE_READ(ino, i_ino);
+		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	}
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct uring_val *v = bpf_map_lookup_elem(&uring_seen, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->ops, 1);
+		if (res > 0)
+			__sync_fetch_and_add(&v->bytes, res);
+		v->last_ns = now;
+		return false;
+	}
+	struct uring_val z = {.ops = 1, .bytes = res > 0 ? res : 0, .last_ns = now};
+	bpf_map_update_elem(&uring_seen, &k, &z, BPF_NOEXIST);
+	return true;
+}
+
 SEC("tp_btf/io_uring_create")
 int BPF_PROG(uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_entries, __u32 flags)
 {
@@ -522,8 +552,12 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	struct proc_info *pi = current_proc();
 	if (!pi)
 		return 0;
+	if (!bpf_core_type_exists(struct io_open))
+		return 0; /* before 6.0 the tracepoint's argument was not the request */
 	__u8 op = BPF_CORE_READ(req, opcode);
-	bool skip = BPF_CORE_READ(req, flags) & REQ_F_CQE_SKIP;
+	/* Without req->tctx (before 6.13) uring_complete cannot tell who
+	 * completed: then everything is reported here, without results. */
+	bool skip = (BPF_CORE_READ(req, flags) & REQ_F_CQE_SKIP) || !URING_TASK;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
@@ -532,9 +566,21 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	if (!uring_prep(req, op, p)) {
 		if (!skip)
 			return 0; /* the completion reports it */
-		struct ev_uring *e = uring_begin(s, t, pi, op, uring_twin(op), 0, URF_NORESULT);
-		e->fd = BPF_CORE_READ(req, cqe.fd);
-		submit_scratch(s, 0);
+		__u8 twin = uring_twin(op);
+		__s32 fd = BPF_CORE_READ(req, cqe.fd);
+		bool fixed = BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE;
+		struct file *f = twin || fixed ? 0 : uring_fd_file(t, fd);
+		if (!twin && !uring_once(bpf_get_current_pid_tgid() >> 32, op, f, 0))
+			return 0;
+		struct ev_uring *e = uring_begin(s, t, pi, op, twin, 0, URF_NORESULT);
+		e->fd = fd;
+		__u32 off = 0;
+		if (f) {
+			off = uring_object(s, e, f, 0);
+			e->addr_len = uring_peer(s, e, f, 0, 0, off);
+			off += e->addr_len;
+		}
+		submit_scratch(s, off);
 		return 0;
 	}
 	__u64 key = (__u64)req;
@@ -544,37 +590,12 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
-/* uring_once reports whether this is the first operation op of the
- * process on f's file, counting it (and its bytes) either way; user
- * space drains the counts when the process exits. */
-static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s32 res)
-{
-	struct uring_key k = {.pid = tgid, .op = op};
-	if (f) {
-		struct inode *ino = BPF_CORE_READ(f, f_inode);
-		k.ino = BPF_CORE_READ(ino, i_ino);
-		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
-	}
-	__u64 now = bpf_ktime_get_boot_ns();
-	struct uring_val *v = bpf_map_lookup_elem(&uring_seen, &k);
-	if (v) {
-		__sync_fetch_and_add(&v->ops, 1);
-		if (res > 0)
-			__sync_fetch_and_add(&v->bytes, res);
-		v->last_ns = now;
-		return false;
-	}
-	struct uring_val z = {.ops = 1, .bytes = res > 0 ? res : 0, .last_ns = now};
-	bpf_map_update_elem(&uring_seen, &k, &z, BPF_NOEXIST);
-	return true;
-}
-
 /* uring_complete reports an operation with its result. */
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 {
 	struct io_kiocb *req = rq;
-	if (!req)
+	if (!req || !URING_TASK)
 		return 0; /* an auxiliary completion (a message, a notification) */
 	struct task_struct *t = BPF_CORE_READ(req, tctx, task);
 	if (!t)

@@ -107,6 +107,9 @@ func TestUringOperationsRecorded(t *testing.T) {
 		{"an open that posts no completion is seen at submission", ring(event.KindOpen, "openat", func(e *event.Event) bool {
 			return e.Path == pl.path && e.ResultUnknown && e.Result == nil
 		})},
+		{"an fsync that posts no completion names its file", ring(event.KindUring, "fsync", func(e *event.Event) bool {
+			return e.Path == renamed && e.ResultUnknown && e.Result == nil && e.RingOps == 0
+		})},
 	}
 	for _, c := range cases {
 		if find(evs, c.pred) == nil {

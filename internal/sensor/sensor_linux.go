@@ -101,6 +101,7 @@ func New(opts Options) (*Sensor, error) {
 				s.noteUnavailable(o.feature)
 			}
 		}
+		s.probeRing(kspec)
 	}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {

@@ -1,5 +1,7 @@
 package sensor
 
+import "github.com/cilium/ebpf/btf"
+
 // The io_uring programs (bpf/uring.h) need the io_uring tracepoints,
 // which a kernel built without io_uring lacks: there no process can make
 // a ring either, so nothing goes unseen, but it is said once.
@@ -40,4 +42,23 @@ func (s *Sensor) drainRing(pid uint32) {
 		s.emit(s.dec.RingTotal(f.k.Pid, f.k.Op, f.k.Dev, f.k.Ino, f.v.Ops, f.v.Bytes, f.v.LastNs))
 	}
 	s.dec.ringForget(pid)
+}
+
+// probeRing names what the io_uring programs cannot see on an older
+// kernel, where they load but do less (bpf/uring.h tests the same types).
+func (s *Sensor) probeRing(kspec *btf.Spec) {
+	var req, open *btf.Struct
+	if kspec.TypeByName("io_kiocb", &req) != nil {
+		return // no io_uring at all: optionalBTF said so
+	}
+	tctx := false
+	for _, m := range req.Members {
+		tctx = tctx || m.Name == "tctx"
+	}
+	switch {
+	case kspec.TypeByName("io_open", &open) != nil:
+		s.noteUnavailable("io_uring operations (kernel < 6.0: only a ring's creation is recorded)")
+	case !tctx:
+		s.noteUnavailable("io_uring results (kernel < 6.13: operations are recorded when submitted, without results or byte totals)")
+	}
 }

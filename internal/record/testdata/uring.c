@@ -119,6 +119,9 @@ int main(int argc, char **argv)
 	s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)cred; s.open_flags = O_RDONLY;
 	s.flags = IOSQE_CQE_SKIP_SUCCESS;
 	run(&s, 0);
+	memset(&s, 0, sizeof s);
+	s.opcode = IORING_OP_FSYNC; s.fd = wfd; s.flags = IOSQE_CQE_SKIP_SUCCESS;
+	run(&s, 0);
 	usleep(100000);
 	return 0;
 }
