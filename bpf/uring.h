@@ -86,7 +86,7 @@ struct uring_key {
 
 struct uring_val {
 	__u64 ops;
-	__u64 bytes; /* the sum of the positive results */
+	__u64 bytes; /* bytes moved, for the operations that move data */
 	__u64 last_ns;
 };
 
@@ -501,6 +501,22 @@ static __always_inline void uring_report_paths(struct scratch *s, struct task_st
 	submit_scratch(s, off);
 }
 
+/* uring_moves_bytes reports whether op's result is a byte count: reads,
+ * writes, sends, receives, splice and tee (not an fd, not a status). */
+static __always_inline bool uring_moves_bytes(__u8 op)
+{
+	switch (op) {
+	case 1: case 2: case 4: case 5: /* READV WRITEV READ_FIXED WRITE_FIXED */
+	case 9: case 10: /* SENDMSG RECVMSG */
+	case 22: case 23: case 26: case 27: /* READ WRITE SEND RECV */
+	case 30: case 33: /* SPLICE TEE */
+	case 47: case 48: case 49: case 58: /* SEND_ZC SENDMSG_ZC READ_MULTISHOT RECV_ZC */
+	case 60: case 61: /* READV_FIXED WRITEV_FIXED */
+		return true;
+	}
+	return false;
+}
+
 /* uring_once reports whether this is the first operation op of the
  * process on f's file, counting it (and its bytes) either way; user
  * space drains the counts when the process exits. */
@@ -513,6 +529,8 @@ static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s3
 		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
 	}
 	__u64 now = bpf_ktime_get_boot_ns();
+	if (!uring_moves_bytes(op))
+		res = 0;
 	struct uring_val *v = bpf_map_lookup_elem(&uring_seen, &k);
 	if (v) {
 		__sync_fetch_and_add(&v->ops, 1);

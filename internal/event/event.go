@@ -211,8 +211,8 @@ type Ring struct {
 	// RingOps and RingBytes, on the KindUring event the sensor adds when
 	// the process exits (timed at its last such operation), total every
 	// operation RingOp of the process on this file or socket, the first
-	// included: how many, and the sum of their positive results (bytes,
-	// for reads, writes, sends and receives).
+	// included: how many, and for the operations that move data (reads,
+	// writes, sends, receives, splice, tee) the bytes they moved.
 	RingOps   uint64 `json:"uring_ops,omitempty"`
 	RingBytes uint64 `json:"uring_bytes,omitempty"`
 }
