@@ -60,6 +60,7 @@ struct ev_uring {
 	__u16 obj_len;
 	__u16 addr_len;
 	__u32 _pad0;
+	__u64 file_key; /* the file's struct inode *, as map uring_seen keys it */
 };
 
 /* uring_ident is a file's identity, as in ev_path. */
@@ -72,15 +73,15 @@ struct uring_ident {
 	__u32 _pad1;
 };
 
-/* Key and value of map uring_seen: the file is named by its identity
- * (as the record's uring_ident gives it; 0 for none), so user space can
- * match the totals it drains at exit to the first record. */
+/* Key and value of map uring_seen. The file is its struct inode * (one
+ * probe read; the record carries it as file_key, so user space matches
+ * the totals it drains at exit to the first record) and its inode
+ * number, so an inode freed and reused for another file is another key. */
 struct uring_key {
 	__u32 pid;
 	__u8 op;
 	__u8 _pad0[3];
-	__u32 dev;
-	__u32 _pad1;
+	__u64 inode;
 	__u64 ino;
 };
 
@@ -478,6 +479,7 @@ static __always_inline struct ev_uring *uring_begin(struct scratch *s, struct ta
 	e->path_len = e->base_len = e->path2_len = e->base2_len = 0;
 	e->obj_len = e->addr_len = 0;
 	e->_pad0 = 0;
+	e->file_key = 0;
 	return e;
 }
 
@@ -518,16 +520,11 @@ static __always_inline bool uring_moves_bytes(__u8 op)
 }
 
 /* uring_once reports whether this is the first operation op of the
- * process on f's file, counting it (and its bytes) either way; user
- * space drains the counts when the process exits. */
-static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s32 res)
+ * process on inode (number ino), counting it (and the bytes it moved) either way;
+ * user space drains the counts when the process exits. */
+static __always_inline bool uring_once(__u32 tgid, __u8 op, struct inode *inode, __u64 ino, __s32 res)
 {
-	struct uring_key k = {.pid = tgid, .op = op};
-	if (f) {
-		struct inode *ino = BPF_CORE_READ(f, f_inode);
-		k.ino = BPF_CORE_READ(ino, i_ino);
-		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
-	}
+	struct uring_key k = {.pid = tgid, .op = op, .inode = (__u64)inode, .ino = ino};
 	__u64 now = bpf_ktime_get_boot_ns();
 	if (!uring_moves_bytes(op))
 		res = 0;
@@ -542,6 +539,64 @@ static __always_inline bool uring_once(__u32 tgid, __u8 op, struct file *f, __s3
 	struct uring_val z = {.ops = 1, .bytes = res > 0 ? res : 0, .last_ns = now};
 	bpf_map_update_elem(&uring_seen, &k, &z, BPF_NOEXIST);
 	return true;
+}
+
+/* uring_req is what the programs read of a request. */
+struct uring_req {
+	struct file *file;
+	struct inode *inode; /* file's */
+	__u64 ino;
+	struct io_uring_task *tctx;
+	__u64 flags;
+	__s32 fd;
+	__u8 op;
+};
+
+/* uring_read_req reads req's fields with one probe read where the
+ * kernel keeps them in SPAN bytes (as file_links does): this runs for
+ * every completion of every ring on the machine. */
+static __always_inline void uring_read_req(struct scratch *s, struct io_kiocb *req, struct uring_req *q)
+{
+	__u64 of = bpf_core_field_offset(struct io_kiocb, file);
+	__u64 oo = bpf_core_field_offset(struct io_kiocb, opcode);
+	__u64 ol = bpf_core_field_offset(struct io_kiocb, flags);
+	__u64 od = bpf_core_field_offset(struct io_kiocb, cqe.fd);
+	__u64 ot = URING_TASK ? bpf_core_field_offset(struct io_kiocb, tctx) : 0;
+	if (IN_SPAN(0, of, 8) && IN_SPAN(0, oo, 1) && IN_SPAN(0, ol, 8) && IN_SPAN(0, od, 4) && IN_SPAN(0, ot, 8) &&
+	    !((of | ol | ot) & 7) && !(od & 3)) {
+		if (bpf_probe_read_kernel(s->span, SPAN, req))
+			__builtin_memset(s->span, 0, SPAN);
+		q->file = SPAN_AT(s, of, struct file *);
+		q->op = SPAN_AT(s, oo, __u8);
+		q->flags = SPAN_AT(s, ol, __u64);
+		q->fd = SPAN_AT(s, od, __s32);
+		q->tctx = URING_TASK ? SPAN_AT(s, ot, struct io_uring_task *) : 0;
+		return;
+	}
+	q->file = BPF_CORE_READ(req, file);
+	q->op = BPF_CORE_READ(req, opcode);
+	q->flags = BPF_CORE_READ(req, flags);
+	q->fd = BPF_CORE_READ(req, cqe.fd);
+	q->tctx = URING_TASK ? BPF_CORE_READ(req, tctx) : 0;
+}
+
+/* bpf_rdonly_cast (6.2+) types the completion's request, which the
+ * tracepoint passes as void *; where it is missing the programs take
+ * the probe reads instead. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* uring_traced reports whether tgid is in the traced tree (a second
+ * lookup for a traced process, whose completion costs more anyway). */
+static __always_inline bool uring_traced(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&tracked, &tgid) != 0;
+}
+
+/* uring_is_path reports whether op's command carries path names. */
+static __always_inline bool uring_is_path(__u8 op)
+{
+	__u8 twin = uring_twin(op);
+	return twin && twin != EV_CONNECT && twin != EV_ACCEPT;
 }
 
 SEC("tp_btf/io_uring_create")
@@ -567,31 +622,39 @@ int BPF_PROG(uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_entrie
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(uring_submit, struct io_kiocb *req)
 {
+	if (!bpf_core_type_exists(struct io_open))
+		return 0; /* before 6.0 the tracepoint's argument was not the request */
+	/* The request is typed here: its opcode is a load, and most
+	 * operations are the completion's to report, so this is all an
+	 * ordinary request costs. Without req->tctx (before 6.13)
+	 * uring_complete cannot tell who completed: then everything is
+	 * reported here, without results. */
+	struct uring_req q = {.op = req->opcode};
+	if (bpf_core_field_size(req->flags) == sizeof(q.flags))
+		q.flags = req->flags;
+	else
+		q.flags = BPF_CORE_READ(req, flags); /* a u32 before 6.10 */
+	bool skip = (q.flags & REQ_F_CQE_SKIP) || !URING_TASK;
+	if (!skip && !uring_is_path(q.op))
+		return 0;
 	struct proc_info *pi = current_proc();
 	if (!pi)
 		return 0;
-	if (!bpf_core_type_exists(struct io_open))
-		return 0; /* before 6.0 the tracepoint's argument was not the request */
-	__u8 op = BPF_CORE_READ(req, opcode);
-	/* Without req->tctx (before 6.13) uring_complete cannot tell who
-	 * completed: then everything is reported here, without results. */
-	bool skip = (BPF_CORE_READ(req, flags) & REQ_F_CQE_SKIP) || !URING_TASK;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
+	q.fd = req->cqe.fd;
 	struct uring_pend *p = (void *)&s->b[PEND_OFF];
 	struct task_struct *t = (void *)bpf_get_current_task();
-	if (!uring_prep(req, op, p)) {
-		if (!skip)
-			return 0; /* the completion reports it */
-		__u8 twin = uring_twin(op);
-		__s32 fd = BPF_CORE_READ(req, cqe.fd);
-		bool fixed = BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE;
-		struct file *f = twin || fixed ? 0 : uring_fd_file(t, fd);
-		if (!twin && !uring_once(bpf_get_current_pid_tgid() >> 32, op, f, 0))
+	if (!uring_prep(req, q.op, p)) {
+		__u8 twin = uring_twin(q.op);
+		struct file *f = twin || (q.flags & REQ_F_FIXED_FILE) ? 0 : uring_fd_file(t, q.fd);
+		struct inode *inode = f ? BPF_CORE_READ(f, f_inode) : 0;
+		if (!twin && !uring_once(bpf_get_current_pid_tgid() >> 32, q.op, inode, inode ? BPF_CORE_READ(inode, i_ino) : 0, 0))
 			return 0;
-		struct ev_uring *e = uring_begin(s, t, pi, op, twin, 0, URF_NORESULT);
-		e->fd = fd;
+		struct ev_uring *e = uring_begin(s, t, pi, q.op, twin, 0, URF_NORESULT);
+		e->fd = q.fd;
+		e->file_key = (__u64)inode;
 		__u32 off = 0;
 		if (f) {
 			off = uring_object(s, e, f, 0);
@@ -608,49 +671,81 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
-/* uring_complete reports an operation with its result. */
+/* uring_complete reports an operation with its result. It runs for
+ * every completion on the machine: the request is one probe read, and
+ * an untraced process's costs two more and a lookup. */
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 {
 	struct io_kiocb *req = rq;
 	if (!req || !URING_TASK)
 		return 0; /* an auxiliary completion (a message, a notification) */
-	struct task_struct *t = BPF_CORE_READ(req, tctx, task);
-	if (!t)
-		t = (void *)bpf_get_current_task();
-	__u32 tgid = BPF_CORE_READ(t, tgid);
+	struct uring_req q;
+	struct task_struct *t;
+	struct scratch *s;
+	__u32 tgid;
+	if (&bpf_rdonly_cast) {
+		/* typed, the way to the task is three loads, not helper calls */
+		struct io_kiocb *r = bpf_rdonly_cast(rq, bpf_core_type_id_kernel(struct io_kiocb));
+		t = r->tctx->task;
+		tgid = t ? t->tgid : 0;
+		if (!tgid || !uring_traced(tgid))
+			return 0;
+		if (!(s = get_scratch()))
+			return 0;
+		q.op = r->opcode;
+		q.file = r->file;
+		q.fd = r->cqe.fd;
+		struct inode *in = q.file ? q.file->f_inode : 0;
+		q.inode = in;
+		q.ino = in ? in->i_ino : 0;
+	} else {
+		if (!(s = get_scratch()))
+			return 0;
+		uring_read_req(s, req, &q);
+		struct io_uring_task *tctx = q.tctx; /* a local: CO-RE would relocate q's field */
+		t = BPF_CORE_READ(tctx, task);
+		struct file *f = q.file; /* locals, for CO-RE (see tctx) */
+		struct inode *in = f ? BPF_CORE_READ(f, f_inode) : 0;
+		q.inode = in;
+		q.ino = in ? BPF_CORE_READ(in, i_ino) : 0;
+		if (!t)
+			t = (void *)bpf_get_current_task();
+		tgid = BPF_CORE_READ(t, tgid);
+	}
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
 	if (!pi)
 		return 0;
-	__u8 op = BPF_CORE_READ(req, opcode);
-	__s32 res = BPF_CORE_READ(cqe, res);
-	struct scratch *s = get_scratch();
-	if (!s)
-		return 0;
-	__u64 key = (__u64)req;
-	struct uring_pend *p = bpf_map_lookup_elem(&uring_pend, &key);
-	if (p) {
-		uring_report_paths(s, t, pi, p, res, 0);
-		bpf_map_delete_elem(&uring_pend, &key);
-		return 0;
+	__s32 res = cqe->res;
+	__u8 op = q.op, twin = uring_twin(op);
+	if (uring_is_path(op)) {
+		__u64 key = (__u64)req;
+		struct uring_pend *p = bpf_map_lookup_elem(&uring_pend, &key);
+		if (p) {
+			uring_report_paths(s, t, pi, p, res, 0);
+			bpf_map_delete_elem(&uring_pend, &key);
+			return 0;
+		}
 	}
-	__u8 twin = uring_twin(op);
-	struct file *f = BPF_CORE_READ(req, file);
+	struct file *f = q.file;
+	struct inode *inode = 0;
 	if (twin == EV_ACCEPT) {
 		f = res >= 0 ? uring_fd_file(t, res) : 0;
-	} else if (twin != EV_CONNECT) {
+	} else if (!twin) {
+		inode = q.inode;
+		if (!uring_once(tgid, op, inode, q.ino, res))
+			return 0;
+	} else if (twin == EV_OPEN) {
 		/* a path operation without its paths (it failed before its
 		 * submission, or was submitted before tracing began) is still
 		 * reported, as its twin without a path */
-		if (!twin && !uring_once(tgid, op, f, res))
-			return 0;
-		if (twin == EV_OPEN)
-			f = res >= 0 && !BPF_CORE_READ((struct io_open *)req, file_slot) ? uring_fd_file(t, res) : 0;
-		else if (twin)
-			f = 0;
+		f = res >= 0 && !BPF_CORE_READ((struct io_open *)req, file_slot) ? uring_fd_file(t, res) : 0;
+	} else if (twin != EV_CONNECT) {
+		f = 0;
 	}
 	struct ev_uring *e = uring_begin(s, t, pi, op, twin, res, 0);
-	e->fd = BPF_CORE_READ(req, cqe.fd);
+	e->fd = q.fd;
+	e->file_key = (__u64)inode;
 	__u32 off = 0;
 	if (f) {
 		__u64 ua = 0;

@@ -111,6 +111,7 @@ type polygraphEvUring struct {
 	ObjLen   uint16
 	AddrLen  uint16
 	Pad0     uint32
+	FileKey  uint64
 }
 
 type polygraphPeerKey struct {
@@ -163,13 +164,12 @@ type polygraphUringIdent struct {
 }
 
 type polygraphUringKey struct {
-	_    structs.HostLayout
-	Pid  uint32
-	Op   uint8
-	Pad0 [3]uint8
-	Dev  uint32
-	Pad1 uint32
-	Ino  uint64
+	_     structs.HostLayout
+	Pid   uint32
+	Op    uint8
+	Pad0  [3]uint8
+	Inode uint64
+	Ino   uint64
 }
 
 type polygraphUringPend struct {

@@ -126,9 +126,9 @@ func (d *Decoder) decodeUring(b []byte) (*event.Event, error) {
 	}
 	d.uringFields(e, r, ps[0], p1, p2)
 	if kind == event.KindUring && r.Op != uringSetup {
-		k := ringKey{pid: r.H.Pid, op: r.Op}
-		if ident != nil {
-			k.ino, k.dev = binary.LittleEndian.Uint64(ident[0:8]), binary.LittleEndian.Uint32(ident[8:12])
+		k := ringKey{pid: r.H.Pid, op: r.Op, inode: r.FileKey}
+		if ident != nil && r.FileKey != 0 {
+			k.ino = binary.LittleEndian.Uint64(ident[0:8])
 		}
 		d.ring.remember(k, e)
 	}
@@ -201,12 +201,12 @@ func (d *Decoder) uringFields(e *event.Event, r *polygraphEvUring, raw1 []byte, 
 }
 
 // ringKey names one entry of map uring_seen: a process, an operation
-// and a file (dev in the kernel's encoding; 0 and 0 for none).
+// and a file (its struct inode * and inode number; 0 and 0 for none).
 type ringKey struct {
-	pid uint32
-	op  uint8
-	dev uint32
-	ino uint64
+	pid   uint32
+	op    uint8
+	inode uint64
+	ino   uint64
 }
 
 // ringState is what the decoder keeps of the first KindUring event of
@@ -251,16 +251,17 @@ func (d *Decoder) RingUser(pid uint32) bool {
 }
 
 // RingTotal builds the event totalling the operations of one key of map
-// uring_seen: ops operations whose positive results sum to bytes, the
+// uring_seen (pid, op, inode, ino): ops operations that moved bytes, the
 // last at boot-clock lastNS. It forgets the key.
-func (d *Decoder) RingTotal(pid uint32, op uint8, dev uint32, ino, ops, bytes, lastNS uint64) *event.Event {
-	k := ringKey{pid: pid, op: op, dev: dev, ino: ino}
+func (d *Decoder) RingTotal(pid uint32, op uint8, inode, ino, ops, bytes, lastNS uint64) *event.Event {
+	k := ringKey{pid: pid, op: op, inode: inode, ino: ino}
 	e := d.ring.first[k]
 	if e == nil {
-		// its first record was lost, or came before tracing began
+		// its first record was lost, or came before tracing began: the
+		// inode number is all there is of the file
 		e = &event.Event{Kind: event.KindUring, PID: pid, TID: pid, ExecID: d.ExecIDOf(pid)}
 		if ino != 0 {
-			e.Object = &event.Object{Dev: userDev(dev), Ino: ino}
+			e.Object = &event.Object{Ino: ino}
 		}
 	} else {
 		delete(d.ring.first, k)

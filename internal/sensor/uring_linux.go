@@ -39,7 +39,7 @@ func (s *Sensor) drainRing(pid uint32) {
 	}
 	for _, f := range found {
 		_ = m.Delete(f.k)
-		s.emit(s.dec.RingTotal(f.k.Pid, f.k.Op, f.k.Dev, f.k.Ino, f.v.Ops, f.v.Bytes, f.v.LastNs))
+		s.emit(s.dec.RingTotal(f.k.Pid, f.k.Op, f.k.Inode, f.k.Ino, f.v.Ops, f.v.Bytes, f.v.LastNs))
 	}
 	s.dec.ringForget(pid)
 }

@@ -126,14 +126,17 @@ func TestRingOpName(t *testing.T) {
 func TestRingTotal(t *testing.T) {
 	d := NewDecoder(time.Unix(1000, 0))
 	r := polygraphEvUring{H: hdr(evUring, 42, 100, 5, "uring"), Result: 10, Op: 22, Uflags: urfObject, Fd: 3,
-		ObjLen: uint16(len(walk("etc", "passwd")))}
+		ObjLen: uint16(len(walk("etc", "passwd"))), FileKey: 0xffff8880deadbeef}
 	if _, err := d.Decode(rec(&r, walk("etc", "passwd"), ident(5, 1, 1, 0o100644))); err != nil {
 		t.Fatal(err)
 	}
 	if !d.RingUser(42) || d.RingUser(43) {
 		t.Fatalf("RingUser(42), RingUser(43) = %v, %v; want true, false", d.RingUser(42), d.RingUser(43))
 	}
-	e := d.RingTotal(42, 22, 1, 5, 3, 30, 200)
+	if e := d.RingTotal(42, 22, 0xffff8880deadbeef, 6, 1, 1, 150); e.Path != "" {
+		t.Errorf("another file at the same inode address took the first's path: %+v", e)
+	}
+	e := d.RingTotal(42, 22, 0xffff8880deadbeef, 5, 3, 30, 200)
 	if e.Kind != event.KindUring || e.Path != "/etc/passwd" || e.Comm != "uring" || e.ExecID != "42-5" ||
 		e.RingOp != "read" || e.RingOps != 3 || e.RingBytes != 30 || e.Result != nil || !e.TS.Equal(time.Unix(1000, 200)) {
 		t.Errorf("total = %+v %+v", e, e.Ring)
@@ -141,7 +144,7 @@ func TestRingTotal(t *testing.T) {
 	if d.RingUser(42) {
 		t.Error("the key is still kept after its total")
 	}
-	other := d.RingTotal(42, 23, 1, 6, 1, 1, 300) // its first record was lost
+	other := d.RingTotal(42, 23, 0xffff8880cafe0000, 6, 1, 1, 300) // its first record was lost
 	if other.Path != "" || other.Object == nil || other.Ino != 6 || other.RingOps != 1 {
 		t.Errorf("total without a first event = %+v %+v", other, other.Object)
 	}
