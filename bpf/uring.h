@@ -127,6 +127,7 @@ struct io_kiocb {
 	u64 flags; /* io_req_flags_t */
 	struct io_cqe cqe;
 	struct io_uring_task *tctx;
+	void *async_data;
 };
 
 /* The per-operation commands live in the request's first 64 bytes. */
@@ -174,6 +175,15 @@ struct io_connect {
 	struct file *file;
 	void *addr; /* user pointer */
 	int addr_len;
+};
+
+struct msghdr {
+	void *msg_name;
+	int msg_namelen;
+};
+
+struct io_async_msghdr {
+	struct msghdr msg;
 };
 
 struct io_sr_msg {
@@ -615,6 +625,61 @@ int BPF_PROG(uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_entrie
 	return 0;
 }
 
+static __always_inline __u32 pi_tgid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* uring_is_send reports whether op sends a message that may name its
+ * destination (sendto-style SEND, SENDMSG's msg_name). */
+static __always_inline bool uring_is_send(__u8 op)
+{
+	return op == 9 || op == 26 || op == 47 || op == 48; /* SENDMSG SEND SEND_ZC SENDMSG_ZC */
+}
+
+/* uring_send_dest reports the destination a send request names, once
+ * per process, operation and destination. Prep copied it into the
+ * request's async msghdr (kmsg->addr, msg_name pointing at it), so it is
+ * the kernel's copy, read at submission: by completion the msghdr may
+ * be recycled. A request naming none sends to the socket's peer, which
+ * its completion reports. */
+static __always_inline void uring_send_dest(struct scratch *s, struct task_struct *t, struct proc_info *pi,
+					    struct io_kiocb *req, struct uring_req *q)
+{
+	struct io_async_msghdr *km = BPF_CORE_READ(req, async_data);
+	if (!km)
+		return;
+	void *name = BPF_CORE_READ(km, msg.msg_name);
+	int nlen = BPF_CORE_READ(km, msg.msg_namelen);
+	if (!name || nlen < 2)
+		return;
+	__u64 sa[4] = {}; /* family, port, address: a sockaddr_in6 is 28 bytes */
+	if (bpf_probe_read_kernel(&sa, sizeof(sa), name))
+		return;
+	__u16 family = sa[0] & 0xFFFF;
+	if (family != AF_INET && family != AF_INET6)
+		return; /* a Unix datagram's name is a path: its connect-less peer is rare */
+	/* only the bytes that name the destination: the storage past the
+	 * name may hold a recycled request's */
+	if (family == AF_INET) {
+		sa[1] = sa[2] = sa[3] = 0;
+	} else {
+		sa[0] &= 0xFFFFFFFF; /* not the flow label */
+		sa[3] &= 0xFFFFFFFF;
+	}
+	/* the key's "file" is the destination: a hash of it, with ino 0 */
+	__u64 h = (sa[0] ^ (sa[1] * 0x9E3779B97F4A7C15ULL) ^ (sa[2] * 0xC2B2AE3D27D4EB4FULL) ^ (sa[3] << 1)) | 1;
+	if (!uring_once(pi_tgid(), q->op, (void *)h, 0, 0))
+		return;
+	struct ev_uring *e = uring_begin(s, t, pi, q->op, 0, 0, URF_NORESULT);
+	e->fd = q->fd;
+	e->file_key = h;
+	__u32 n = family == AF_INET ? 16 : 28;
+	__builtin_memcpy(&s->b[OFF(0)], sa, 32);
+	e->addr_len = n;
+	submit_scratch(s, n);
+}
+
 /* uring_submit keeps the paths of a path operation for its completion.
  * An operation that will post no completion when it succeeds
  * (IOSQE_CQE_SKIP_SUCCESS), or that finds the map full, is reported now,
@@ -635,7 +700,8 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	else
 		q.flags = BPF_CORE_READ(req, flags); /* a u32 before 6.10 */
 	bool skip = (q.flags & REQ_F_CQE_SKIP) || !URING_TASK;
-	if (!skip && !uring_is_path(q.op))
+	bool send = uring_is_send(q.op);
+	if (!skip && !send && !uring_is_path(q.op))
 		return 0;
 	struct proc_info *pi = current_proc();
 	if (!pi)
@@ -644,8 +710,12 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	if (!s)
 		return 0;
 	q.fd = req->cqe.fd;
-	struct uring_pend *p = (void *)&s->b[PEND_OFF];
 	struct task_struct *t = (void *)bpf_get_current_task();
+	if (send)
+		uring_send_dest(s, t, pi, req, &q);
+	if (!skip && !uring_is_path(q.op))
+		return 0;
+	struct uring_pend *p = (void *)&s->b[PEND_OFF];
 	if (!uring_prep(req, q.op, p)) {
 		__u8 twin = uring_twin(q.op);
 		struct file *f = twin || (q.flags & REQ_F_FIXED_FILE) ? 0 : uring_fd_file(t, q.fd);

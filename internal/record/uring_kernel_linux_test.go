@@ -66,7 +66,13 @@ func TestUringOperationsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := loopbackSink(t)
-	_, evs := recordWith(t, Options{Command: []string{bin, pl.path, work, strconv.Itoa(port)}, Dir: work})
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
+	uport := udp.LocalAddr().(*net.UDPAddr).Port
+	_, evs := recordWith(t, Options{Command: []string{bin, pl.path, work, strconv.Itoa(port), strconv.Itoa(uport)}, Dir: work})
 
 	ring := func(kind event.Kind, op string, more func(*event.Event) bool) func(*event.Event) bool {
 		return func(e *event.Event) bool {
@@ -104,6 +110,12 @@ func TestUringOperationsRecorded(t *testing.T) {
 			return peer(e) && e.Proto == "tcp" && e.Result != nil && *e.Result == 0
 		})},
 		{"send names the peer", ring(event.KindUring, "send", peer)},
+		{"sendmsg names the destination it carries", ring(event.KindUring, "sendmsg", func(e *event.Event) bool {
+			return e.Network != nil && e.Addr == "127.0.0.1" && e.Port == uint16(uport)
+		})},
+		{"a send with a destination names it", ring(event.KindUring, "send", func(e *event.Event) bool {
+			return e.Network != nil && e.Addr == "127.0.0.1" && e.Port == uint16(uport)
+		})},
 		{"an open that posts no completion is seen at submission", ring(event.KindOpen, "openat", func(e *event.Event) bool {
 			return e.Path == pl.path && e.ResultUnknown && e.Result == nil
 		})},

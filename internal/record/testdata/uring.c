@@ -1,5 +1,5 @@
 /* Every io_uring operation the sensor must see, by raw syscalls (no
- * liburing): uring CRED WORKDIR PORT, run in WORKDIR. */
+ * liburing): uring CRED WORKDIR PORT UDPPORT, run in WORKDIR. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static int ring;
@@ -71,7 +72,7 @@ static int op(const char *what, struct io_uring_sqe *s)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) return 1;
+	if (argc != 5) return 1;
 	const char *cred = argv[1], *work = argv[2];
 	char abs[4096], buf[64];
 	struct io_uring_sqe s;
@@ -114,6 +115,19 @@ int main(int argc, char **argv)
 	op("connect", &s);
 	s.opcode = IORING_OP_SEND; s.fd = sfd; s.addr = (unsigned long)"hello"; s.len = 5;
 	op("send", &s);
+
+	/* datagrams that name their destination: a sendmsg and a sendto-style send */
+	s.opcode = IORING_OP_SOCKET; s.fd = AF_INET; s.off = SOCK_DGRAM; s.len = 0;
+	int ufd = op("socket udp", &s);
+	struct sockaddr_in ua = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[4]))};
+	ua.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct iovec iov = {.iov_base = "udp1", .iov_len = 4};
+	struct msghdr mh = {.msg_name = &ua, .msg_namelen = sizeof ua, .msg_iov = &iov, .msg_iovlen = 1};
+	s.opcode = IORING_OP_SENDMSG; s.fd = ufd; s.addr = (unsigned long)&mh;
+	op("sendmsg", &s);
+	s.opcode = IORING_OP_SEND; s.fd = ufd; s.addr = (unsigned long)"udp2"; s.len = 4;
+	s.addr2 = (unsigned long)&ua; s.addr_len = sizeof ua;
+	op("send to", &s);
 
 	/* no completion when it succeeds: only its submission is seen */
 	s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)cred; s.open_flags = O_RDONLY;
