@@ -741,9 +741,51 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
+/* uring_whose_slow fills q and returns the request's task where
+ * bpf_rdonly_cast is missing: one probe read of the request, and one for
+ * each pointer on the way to the task and the file's inode. */
+static __always_inline struct task_struct *uring_whose_slow(struct scratch *s, struct io_kiocb *req, struct uring_req *q)
+{
+	uring_read_req(s, req, q);
+	struct io_uring_task *tctx = q->tctx; /* locals: CO-RE would relocate q's fields */
+	struct task_struct *t = BPF_CORE_READ(tctx, task);
+	struct file *f = q->file;
+	struct inode *in = f ? BPF_CORE_READ(f, f_inode) : 0;
+	q->inode = in;
+	q->ino = in ? BPF_CORE_READ(in, i_ino) : 0;
+	return t ? t : (void *)bpf_get_current_task();
+}
+
+/* uring_file_part writes the file f an operation was on (its walked
+ * path and identity) and, for a socket, its peer: the one a connect or
+ * SENDMSG names (user memory, still mapped: the completion runs in the
+ * submitter's task or an io-wq worker sharing its mm) where the socket
+ * has none. It returns the bytes written. */
+static __always_inline __u32 uring_file_part(struct scratch *s, struct ev_uring *e, struct io_kiocb *req,
+					     struct file *f, __u8 op, __u8 twin)
+{
+	__u64 ua = 0;
+	__u32 alen = 0, off = 0;
+	if (op == IOP_CONNECT) {
+		struct io_connect *c = (void *)req;
+		ua = (__u64)BPF_CORE_READ(c, addr);
+		alen = BPF_CORE_READ(c, addr_len);
+	} else if (op == IOP_SENDMSG) {
+		struct io_sr_msg *m = (void *)req;
+		__u64 hdr[2] = {}; /* user_msghdr: msg_name, msg_namelen */
+		bpf_probe_read_user(&hdr, sizeof(hdr), BPF_CORE_READ(m, umsg));
+		ua = hdr[0];
+		alen = (__u32)hdr[1];
+	}
+	if (twin != EV_CONNECT && twin != EV_ACCEPT)
+		off = uring_object(s, e, f, 0);
+	e->addr_len = uring_peer(s, e, f, ua, alen, off);
+	return off + e->addr_len;
+}
+
 /* uring_complete reports an operation with its result. It runs for
- * every completion on the machine: the request is one probe read, and
- * an untraced process's costs two more and a lookup. */
+ * every completion on the machine: for a process outside the tree it
+ * costs three loads (bpf_rdonly_cast types the request) and a lookup. */
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 {
@@ -755,7 +797,6 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 	struct scratch *s;
 	__u32 tgid;
 	if (&bpf_rdonly_cast) {
-		/* typed, the way to the task is three loads, not helper calls */
 		struct io_kiocb *r = bpf_rdonly_cast(rq, bpf_core_type_id_kernel(struct io_kiocb));
 		t = r->tctx->task;
 		tgid = t ? t->tgid : 0;
@@ -772,15 +813,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 	} else {
 		if (!(s = get_scratch()))
 			return 0;
-		uring_read_req(s, req, &q);
-		struct io_uring_task *tctx = q.tctx; /* a local: CO-RE would relocate q's field */
-		t = BPF_CORE_READ(tctx, task);
-		struct file *f = q.file; /* locals, for CO-RE (see tctx) */
-		struct inode *in = f ? BPF_CORE_READ(f, f_inode) : 0;
-		q.inode = in;
-		q.ino = in ? BPF_CORE_READ(in, i_ino) : 0;
-		if (!t)
-			t = (void *)bpf_get_current_task();
+		t = uring_whose_slow(s, req, &q);
 		tgid = BPF_CORE_READ(t, tgid);
 	}
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
@@ -816,27 +849,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 	struct ev_uring *e = uring_begin(s, t, pi, op, twin, res, 0);
 	e->fd = q.fd;
 	e->file_key = (__u64)inode;
-	__u32 off = 0;
-	if (f) {
-		__u64 ua = 0;
-		__u32 alen = 0;
-		if (op == IOP_CONNECT) {
-			struct io_connect *c = (void *)req;
-			ua = (__u64)BPF_CORE_READ(c, addr);
-			alen = BPF_CORE_READ(c, addr_len);
-		} else if (op == IOP_SENDMSG) {
-			struct io_sr_msg *m = (void *)req;
-			__u64 hdr[2] = {}; /* user_msghdr: msg_name, msg_namelen */
-			bpf_probe_read_user(&hdr, sizeof(hdr), BPF_CORE_READ(m, umsg));
-			ua = hdr[0];
-			alen = (__u32)hdr[1];
-		}
-		if (twin != EV_CONNECT && twin != EV_ACCEPT)
-			off = uring_object(s, e, f, 0);
-		e->addr_len = uring_peer(s, e, f, ua, alen, off);
-		off += e->addr_len;
-	}
-	submit_scratch(s, off);
+	submit_scratch(s, f ? uring_file_part(s, e, req, f, op, twin) : 0);
 	return 0;
 }
 
