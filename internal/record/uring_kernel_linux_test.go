@@ -57,9 +57,24 @@ func loopbackSink(t *testing.T) int {
 // TestUringOperationsRecorded: every operation submitted through a ring
 // is an event, of its syscall twin's kind where it has one, marked
 // via io_uring, with the path (the kernel's copy, and the opened file's
-// object) or the peer. The table of expectations is most of its length.
+// object) or the peer; whether the process submits (io_uring_enter) or
+// a kernel thread polls the ring for it (SQPOLL).
 func TestUringOperationsRecorded(t *testing.T) {
 	bin := buildC(t, "uring")
+	for _, mode := range []struct{ name, env string }{{"enter", ""}, {"sqpoll", "URING_SQPOLL=1"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			env := os.Environ()
+			if mode.env != "" {
+				env = append(env, mode.env)
+			}
+			checkUringRun(t, bin, env)
+		})
+	}
+}
+
+// checkUringRun records one run of testdata/uring.c and checks its
+// events. The table of expectations is most of its length.
+func checkUringRun(t *testing.T, bin string, env []string) {
 	pl := plantCredentials(t)
 	work := filepath.Join(pl.jail, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -72,7 +87,8 @@ func TestUringOperationsRecorded(t *testing.T) {
 	}
 	t.Cleanup(func() { udp.Close() })
 	uport := udp.LocalAddr().(*net.UDPAddr).Port
-	_, evs := recordWith(t, Options{Command: []string{bin, pl.path, work, strconv.Itoa(port), strconv.Itoa(uport)}, Dir: work})
+	_, evs := recordWith(t, Options{Command: []string{bin, pl.path, work, strconv.Itoa(port), strconv.Itoa(uport)},
+		Dir: work, Env: env})
 
 	ring := func(kind event.Kind, op string, more func(*event.Event) bool) func(*event.Event) bool {
 		return func(e *event.Event) bool {

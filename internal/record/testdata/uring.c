@@ -18,10 +18,17 @@ static unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
 static struct io_uring_sqe *sqes;
 static struct io_uring_cqe *cqes;
 
+static int sqpoll; /* URING_SQPOLL=1: a kernel thread submits */
+
 static void setup(void)
 {
 	struct io_uring_params p;
 	memset(&p, 0, sizeof p);
+	sqpoll = getenv("URING_SQPOLL") != NULL;
+	if (sqpoll) {
+		p.flags = IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 1000;
+	}
 	ring = syscall(__NR_io_uring_setup, 8, &p);
 	if (ring < 0) { perror("io_uring_setup"); exit(2); }
 	char *sq = mmap(0, p.sq_off.array + p.sq_entries * sizeof(unsigned), PROT_READ | PROT_WRITE,
@@ -47,7 +54,8 @@ static int run(const struct io_uring_sqe *in, int wait)
 	sqes[i] = *in;
 	sq_array[i] = i;
 	__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
-	if (syscall(__NR_io_uring_enter, ring, 1, wait, wait ? IORING_ENTER_GETEVENTS : 0, NULL, 0) < 0) {
+	unsigned flags = (wait ? IORING_ENTER_GETEVENTS : 0) | (sqpoll ? IORING_ENTER_SQ_WAKEUP : 0);
+	if (syscall(__NR_io_uring_enter, ring, 1, wait, flags, NULL, 0) < 0) {
 		perror("io_uring_enter");
 		exit(2);
 	}
