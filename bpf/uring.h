@@ -741,6 +741,17 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
+/* uring_untraced drops what a path operation kept, when its process
+ * left the tree (exited) before the operation completed. */
+static __always_inline int uring_untraced(struct io_kiocb *req, __u8 op)
+{
+	if (uring_is_path(op)) {
+		__u64 key = (__u64)req;
+		bpf_map_delete_elem(&uring_pend, &key);
+	}
+	return 0;
+}
+
 /* uring_whose_slow fills q and returns the request's task where
  * bpf_rdonly_cast is missing: one probe read of the request, and one for
  * each pointer on the way to the task and the file's inode. */
@@ -801,7 +812,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 		t = r->tctx->task;
 		tgid = t ? t->tgid : 0;
 		if (!tgid || !uring_traced(tgid))
-			return 0;
+			return uring_untraced(req, r->opcode);
 		if (!(s = get_scratch()))
 			return 0;
 		q.op = r->opcode;
@@ -818,7 +829,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 	}
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
 	if (!pi)
-		return 0;
+		return uring_untraced(req, q.op);
 	__s32 res = cqe->res;
 	__u8 op = q.op, twin = uring_twin(op);
 	if (uring_is_path(op)) {
