@@ -1352,3 +1352,5 @@ int BPF_PROG(handle_recv_length, struct sock *sk, int ret, int flags)
 	count_bytes(sk, ret, false);
 	return 0;
 }
+
+#include "uring.h"

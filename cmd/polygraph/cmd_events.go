@@ -259,6 +259,21 @@ func eventDetails(ev *event.Event) string {
 			add("(" + sanitizeLine(ev.Host) + ")")
 		}
 		add("sent", strconv.FormatUint(ev.BytesSent, 10), "recv", strconv.FormatUint(ev.BytesRecv, 10))
+	case event.KindUring:
+		add(ev.RingOp)
+		if ev.Path != "" {
+			add(path(ev.Path, ev.PathTruncated))
+		}
+		if ev.Addr != "" {
+			add(peer(ev))
+		}
+		if ev.RingOps > 0 {
+			add("total", strconv.FormatUint(ev.RingOps, 10), "ops", strconv.FormatUint(ev.RingBytes, 10), "bytes")
+		}
+		add(resultText(ev, ev.RingOp == "setup" || ev.RingOp == "socket"))
+	}
+	if ev.Kind != event.KindUring && ev.Via() != "" {
+		add("via", ev.Via(), ev.RingOp)
 	}
 	var kept []string
 	for _, p := range parts {

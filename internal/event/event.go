@@ -42,12 +42,17 @@ const (
 	KindSignal Kind = "signal"
 	// KindBPF is a bpf(2) call.
 	KindBPF Kind = "bpf"
+	// KindUring is an io_uring operation without a syscall twin among
+	// the kinds above (read, write, send, socket, ...), or a ring's
+	// creation (RingOp "setup"); the twins (open, rename, unlink, mkdir,
+	// link, connect, accept) are events of their own kind with a Ring.
+	KindUring Kind = "uring"
 )
 
 // Kinds lists every kind in a stable order (for help texts and validation).
 var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir,
 	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle,
-	KindInject, KindSignal, KindBPF}
+	KindInject, KindSignal, KindBPF, KindUring}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -96,11 +101,14 @@ type Event struct {
 	// and in sessions recorded before the sensor took it).
 	*Object
 
-	// connect, bind, accept, dns, net, send (nil for the other kinds)
+	// connect, bind, accept, dns, net, send, uring (nil for the other kinds)
 	*Network
 
 	// inject, signal, bpf (nil for the other kinds)
 	*Call
+
+	// an operation done through io_uring (nil for a syscall's)
+	*Ring
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -252,6 +260,44 @@ type Call struct {
 	BPFCmd string `json:"bpf_cmd,omitempty"`
 }
 
+// Ring marks an event whose operation a process submitted through an
+// io_uring ring instead of making the syscall: the sensor reads it from
+// the io_uring tracepoints, with the kernel's copy of the path names and
+// the opened file's object, as for the syscall. A KindUring event is one
+// operation of its kind per process and file (or socket) however many
+// were submitted: the first, with its result, and at the process's exit
+// the totals (RingOps, RingBytes).
+type Ring struct {
+	// Via is "io_uring" (the only channel so far).
+	Via string `json:"via"`
+	// RingOp names the operation: the IORING_OP_ name in lower case
+	// ("openat", "read", "send", ...), or "setup" for a ring's creation.
+	RingOp string `json:"uring_op,omitempty"`
+	// ResultUnknown: the operation asked for no completion on success
+	// (IOSQE_CQE_SKIP_SUCCESS), so it was recorded when submitted and
+	// Result is nil.
+	ResultUnknown bool `json:"result_unknown,omitempty"`
+	// RingOps and RingBytes, on the KindUring event the sensor adds when
+	// the process exits (timed at its last such operation), total every
+	// operation RingOp of the process on this file or socket, the first
+	// included: how many, and for the operations that move data (reads,
+	// writes, sends, receives, splice, tee) the bytes they moved.
+	RingOps   uint64 `json:"uring_ops,omitempty"`
+	RingBytes uint64 `json:"uring_bytes,omitempty"`
+}
+
+// ViaRing is the value of Ring.Via.
+const ViaRing = "io_uring"
+
+// Via names the channel e's operation went through: "io_uring", or ""
+// for a syscall.
+func (e *Event) Via() string {
+	if e.Ring == nil {
+		return ""
+	}
+	return e.Ring.Via
+}
+
 // New returns an event of kind k with the field groups k carries.
 func New(k Kind) *Event {
 	e := &Event{Kind: k}
@@ -268,7 +314,7 @@ func (e *Event) Complete() {
 		if e.Process == nil {
 			e.Process = &Process{}
 		}
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend:
+	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindUring:
 		if e.Network == nil {
 			e.Network = &Network{}
 		}
@@ -276,6 +322,9 @@ func (e *Event) Complete() {
 		if e.Call == nil {
 			e.Call = &Call{}
 		}
+	}
+	if e.Kind == KindUring && e.Ring == nil {
+		e.Ring = &Ring{Via: ViaRing}
 	}
 }
 

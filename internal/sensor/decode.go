@@ -91,6 +91,9 @@ type Decoder struct {
 	// paths maps the bytes of an absolute path a process passed to the
 	// path its events carry, so a path opened again costs one lookup.
 	paths map[string]string
+	// ring keeps the first io_uring event of each process, operation
+	// and file, for the totals drained at exit (uring.go).
+	ring ringState
 
 	// Events and their pointer fields come from slabs (see event.Slab).
 	evs      event.Slab[event.Event]
@@ -212,6 +215,8 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeDNS(b)
 	case evInject, evSignal, evBPF:
 		return d.decodeCall(b)
+	case evUring:
+		return d.decodeUring(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }

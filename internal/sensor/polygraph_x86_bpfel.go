@@ -112,6 +112,27 @@ type polygraphEvSock struct {
 	Pad0     [7]uint8
 }
 
+type polygraphEvUring struct {
+	_        structs.HostLayout
+	H        polygraphEvHeader
+	Result   int64
+	Flags    uint32
+	Mode     uint32
+	Op       uint8
+	Twin     uint8
+	Uflags   uint8
+	Proto    uint8
+	Fd       int32
+	PathLen  uint16
+	BaseLen  uint16
+	Path2Len uint16
+	Base2Len uint16
+	ObjLen   uint16
+	AddrLen  uint16
+	Pad0     uint32
+	FileKey  uint64
+}
+
 type polygraphPeerKey struct {
 	_      structs.HostLayout
 	Pid    uint32
@@ -151,6 +172,48 @@ type polygraphScratch struct {
 	Nrec uint64
 }
 
+type polygraphUringIdent struct {
+	_     structs.HostLayout
+	Ino   uint64
+	Dev   uint32
+	Nlink uint32
+	Imode uint16
+	Pad0  uint16
+	Pad1  uint32
+}
+
+type polygraphUringKey struct {
+	_     structs.HostLayout
+	Pid   uint32
+	Op    uint8
+	Pad0  [3]uint8
+	Inode uint64
+	Ino   uint64
+}
+
+type polygraphUringPend struct {
+	_     structs.HostLayout
+	Twin  uint8
+	Op    uint8
+	Len1  uint16
+	Len2  uint16
+	Fixed uint8
+	Pad0  uint8
+	Dfd   int32
+	Dfd2  int32
+	Flags uint32
+	Mode  uint32
+	P1    [4096]int8
+	P2    [4096]int8
+}
+
+type polygraphUringVal struct {
+	_      structs.HostLayout
+	Ops    uint64
+	Bytes  uint64
+	LastNs uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -160,19 +223,26 @@ const (
 	polygraphMapPeerBytes         = "peer_bytes"
 	polygraphMapScratch           = "scratch"
 	polygraphMapTracked           = "tracked"
+	polygraphMapUringPend         = "uring_pend"
+	polygraphMapUringSeen         = "uring_seen"
 	polygraphProgHandleExec       = "handle_exec"
 	polygraphProgHandleExit       = "handle_exit"
 	polygraphProgHandleFork       = "handle_fork"
 	polygraphProgHandleRecvLength = "handle_recv_length"
 	polygraphProgHandleSendLength = "handle_send_length"
 	polygraphProgSysExit          = "sys_exit"
+	polygraphProgUringComplete    = "uring_complete"
+	polygraphProgUringCreate      = "uring_create"
+	polygraphProgUringSubmit      = "uring_submit"
 	polygraphVarUnusedCall        = "_unused_call"
 	polygraphVarUnusedDns         = "_unused_dns"
 	polygraphVarUnusedExec        = "_unused_exec"
 	polygraphVarUnusedExit        = "_unused_exit"
 	polygraphVarUnusedFork        = "_unused_fork"
+	polygraphVarUnusedIdent       = "_unused_ident"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedSock        = "_unused_sock"
+	polygraphVarUnusedUring       = "_unused_uring"
 	polygraphVarSensorPgid        = "sensor_pgid"
 	polygraphVarSensorPid         = "sensor_pid"
 )
@@ -225,6 +295,9 @@ type polygraphProgramSpecs struct {
 	HandleRecvLength *ebpf.ProgramSpec `ebpf:"handle_recv_length"`
 	HandleSendLength *ebpf.ProgramSpec `ebpf:"handle_send_length"`
 	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	UringComplete    *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCreate      *ebpf.ProgramSpec `ebpf:"uring_create"`
+	UringSubmit      *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // polygraphMapSpecs contains maps before they are loaded into the kernel.
@@ -236,21 +309,25 @@ type polygraphMapSpecs struct {
 	PeerBytes *ebpf.MapSpec `ebpf:"peer_bytes"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
+	UringPend *ebpf.MapSpec `ebpf:"uring_pend"`
+	UringSeen *ebpf.MapSpec `ebpf:"uring_seen"`
 }
 
 // polygraphVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphVariableSpecs struct {
-	UnusedCall *ebpf.VariableSpec `ebpf:"_unused_call"`
-	UnusedDns  *ebpf.VariableSpec `ebpf:"_unused_dns"`
-	UnusedExec *ebpf.VariableSpec `ebpf:"_unused_exec"`
-	UnusedExit *ebpf.VariableSpec `ebpf:"_unused_exit"`
-	UnusedFork *ebpf.VariableSpec `ebpf:"_unused_fork"`
-	UnusedPath *ebpf.VariableSpec `ebpf:"_unused_path"`
-	UnusedSock *ebpf.VariableSpec `ebpf:"_unused_sock"`
-	SensorPgid *ebpf.VariableSpec `ebpf:"sensor_pgid"`
-	SensorPid  *ebpf.VariableSpec `ebpf:"sensor_pid"`
+	UnusedCall  *ebpf.VariableSpec `ebpf:"_unused_call"`
+	UnusedDns   *ebpf.VariableSpec `ebpf:"_unused_dns"`
+	UnusedExec  *ebpf.VariableSpec `ebpf:"_unused_exec"`
+	UnusedExit  *ebpf.VariableSpec `ebpf:"_unused_exit"`
+	UnusedFork  *ebpf.VariableSpec `ebpf:"_unused_fork"`
+	UnusedIdent *ebpf.VariableSpec `ebpf:"_unused_ident"`
+	UnusedPath  *ebpf.VariableSpec `ebpf:"_unused_path"`
+	UnusedSock  *ebpf.VariableSpec `ebpf:"_unused_sock"`
+	UnusedUring *ebpf.VariableSpec `ebpf:"_unused_uring"`
+	SensorPgid  *ebpf.VariableSpec `ebpf:"sensor_pgid"`
+	SensorPid   *ebpf.VariableSpec `ebpf:"sensor_pid"`
 }
 
 // polygraphObjects contains all objects after they have been loaded into the kernel.
@@ -278,6 +355,8 @@ type polygraphMaps struct {
 	PeerBytes *ebpf.Map `ebpf:"peer_bytes"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	Tracked   *ebpf.Map `ebpf:"tracked"`
+	UringPend *ebpf.Map `ebpf:"uring_pend"`
+	UringSeen *ebpf.Map `ebpf:"uring_seen"`
 }
 
 func (m *polygraphMaps) Close() error {
@@ -287,6 +366,8 @@ func (m *polygraphMaps) Close() error {
 		m.PeerBytes,
 		m.Scratch,
 		m.Tracked,
+		m.UringPend,
+		m.UringSeen,
 	)
 }
 
@@ -294,15 +375,17 @@ func (m *polygraphMaps) Close() error {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphVariables struct {
-	UnusedCall *ebpf.Variable `ebpf:"_unused_call"`
-	UnusedDns  *ebpf.Variable `ebpf:"_unused_dns"`
-	UnusedExec *ebpf.Variable `ebpf:"_unused_exec"`
-	UnusedExit *ebpf.Variable `ebpf:"_unused_exit"`
-	UnusedFork *ebpf.Variable `ebpf:"_unused_fork"`
-	UnusedPath *ebpf.Variable `ebpf:"_unused_path"`
-	UnusedSock *ebpf.Variable `ebpf:"_unused_sock"`
-	SensorPgid *ebpf.Variable `ebpf:"sensor_pgid"`
-	SensorPid  *ebpf.Variable `ebpf:"sensor_pid"`
+	UnusedCall  *ebpf.Variable `ebpf:"_unused_call"`
+	UnusedDns   *ebpf.Variable `ebpf:"_unused_dns"`
+	UnusedExec  *ebpf.Variable `ebpf:"_unused_exec"`
+	UnusedExit  *ebpf.Variable `ebpf:"_unused_exit"`
+	UnusedFork  *ebpf.Variable `ebpf:"_unused_fork"`
+	UnusedIdent *ebpf.Variable `ebpf:"_unused_ident"`
+	UnusedPath  *ebpf.Variable `ebpf:"_unused_path"`
+	UnusedSock  *ebpf.Variable `ebpf:"_unused_sock"`
+	UnusedUring *ebpf.Variable `ebpf:"_unused_uring"`
+	SensorPgid  *ebpf.Variable `ebpf:"sensor_pgid"`
+	SensorPid   *ebpf.Variable `ebpf:"sensor_pid"`
 }
 
 // polygraphPrograms contains all programs after they have been loaded into the kernel.
@@ -315,6 +398,9 @@ type polygraphPrograms struct {
 	HandleRecvLength *ebpf.Program `ebpf:"handle_recv_length"`
 	HandleSendLength *ebpf.Program `ebpf:"handle_send_length"`
 	SysExit          *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete    *ebpf.Program `ebpf:"uring_complete"`
+	UringCreate      *ebpf.Program `ebpf:"uring_create"`
+	UringSubmit      *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *polygraphPrograms) Close() error {
@@ -325,6 +411,9 @@ func (p *polygraphPrograms) Close() error {
 		p.HandleRecvLength,
 		p.HandleSendLength,
 		p.SysExit,
+		p.UringComplete,
+		p.UringCreate,
+		p.UringSubmit,
 	)
 }
 

@@ -110,6 +110,7 @@ func New(opts Options) (*Sensor, error) {
 				s.noteUnavailable(o.feature)
 			}
 		}
+		s.probeRing(kspec)
 	}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
@@ -299,6 +300,7 @@ func (s *Sensor) readLoop() {
 				// byte counters now.
 				s.final = true
 				s.drainPeers(0, nil)
+				s.drainRing(0)
 				return
 			}
 			if errors.Is(err, ringbuf.ErrClosed) {
@@ -322,6 +324,7 @@ func (s *Sensor) readLoop() {
 			if rec.RawSample[1]&flagPeers != 0 {
 				s.drainPeers(ev.PID, ev)
 			}
+			s.drainRing(ev.PID)
 			s.dec.Forget(ev.PID)
 		}
 	}

@@ -99,10 +99,17 @@ const (
 	fSigno         protowire.Number = 60
 	fBPFCmd        protowire.Number = 61
 	fTargetNSLocal protowire.Number = 62
+	// an operation submitted through io_uring (event.Ring); fVia is
+	// written whenever the event has one, so its presence marks the group
+	fVia           protowire.Number = 63
+	fRingOp        protowire.Number = 64
+	fResultUnknown protowire.Number = 65
+	fRingOps       protowire.Number = 66
+	fRingBytes     protowire.Number = 67
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fTargetNSLocal
+const lastField = fRingBytes
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -110,7 +117,7 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindExec: 1, event.KindFork: 2, event.KindExit: 3, event.KindOpen: 4, event.KindRename: 5,
 	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
 	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14, event.KindSend: 15,
-	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19,
+	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19, event.KindUring: 20,
 }
 
 // kindByCode is kindCodes inverted.
@@ -274,6 +281,13 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str(fBPFCmd, c.BPFCmd)
 		flag(fTargetNSLocal, c.TargetNSLocal)
 	}
+	if r := ev.Ring; r != nil {
+		str1(fVia, r.Via)
+		str(fRingOp, r.RingOp)
+		flag(fResultUnknown, r.ResultUnknown)
+		uint(fRingOps, r.RingOps)
+		uint(fRingBytes, r.RingBytes)
+	}
 
 	n := len(buf) - body
 	if n < 1<<14 {
@@ -307,10 +321,11 @@ type chunkDecoder struct {
 	strs *pathTable
 	in   *interner
 	// the values of pointer fields, allocated together
-	u32  event.Slab[uint32]
-	i64  event.Slab[int64]
-	ints event.Slab[int]
-	objs event.Slab[event.Object]
+	u32   event.Slab[uint32]
+	i64   event.Slab[int64]
+	ints  event.Slab[int]
+	objs  event.Slab[event.Object]
+	rings event.Slab[event.Ring]
 }
 
 // errChunk is wrapped by a chunk decoding error.
@@ -377,6 +392,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Object = d.objs.New()
 		} else if fTargetPID <= num && num <= fTargetNSLocal && ev.Call == nil {
 			ev.Call = &event.Call{}
+		} else if fVia <= num && num <= fRingBytes && ev.Ring == nil {
+			ev.Ring = d.rings.New()
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -463,6 +480,12 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.TargetNSLocal = v != 0
 		case fSigno:
 			ev.Signo = int(protowire.DecodeZigZag(v))
+		case fResultUnknown:
+			ev.ResultUnknown = v != 0
+		case fRingOps:
+			ev.RingOps = v
+		case fRingBytes:
+			ev.RingBytes = v
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -545,6 +568,10 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Method = s
 	case fBPFCmd:
 		ev.BPFCmd = s
+	case fVia:
+		ev.Ring.Via = s
+	case fRingOp:
+		ev.RingOp = s
 	}
 }
 
@@ -553,7 +580,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd} {
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp} {
 		m[f] = true
 	}
 	return m

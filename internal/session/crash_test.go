@@ -195,7 +195,7 @@ func TestReadOnly(t *testing.T) {
 	tests := []struct {
 		name, path, want string
 	}{
-		{"clean", clean, "15 true"},
+		{"clean", clean, "16 true"},
 		{"killed", killed, " false"},
 	}
 	for _, tt := range tests {

@@ -85,6 +85,9 @@ func sampleEvents() []*event.Event {
 			e.Signal = 9
 			e.DurationNS, e.CPUNS, e.MaxRSSKB, e.ReadBytes, e.WriteBytes = 15e6, 7e6, 51200, 4096, 8192
 		}),
+		with(common(16, event.KindUring, 103, "bun"), func(e *event.Event) {
+			e.Path, e.RingOp, e.Result, e.ResultUnknown = "/home/dev/.npmrc", "read", event.Ptr(int64(12)), true
+		}),
 	}
 }
 
@@ -310,7 +313,7 @@ func TestFilter(t *testing.T) {
 		filter Filter
 		want   []uint64 // seqs
 	}{
-		{"all", Filter{}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+		{"all", Filter{}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
 		{"one kind", Filter{Kinds: []event.Kind{event.KindOpen}}, []uint64{3, 4}},
 		{"two kinds", Filter{Kinds: []event.Kind{event.KindExec, event.KindExit}}, []uint64{2, 15}},
 		{"pid", Filter{PIDs: []uint32{102}}, []uint64{11, 12}},
@@ -388,7 +391,7 @@ func TestMetaAndState(t *testing.T) {
 	}
 	r := openT(t, m.Path)
 	got := r.Meta()
-	if !got.CleanClose || got.Events != 15 || got.ExitCode == nil || *got.ExitCode != 3 || got.EndedAt.IsZero() {
+	if !got.CleanClose || got.Events != 16 || got.ExitCode == nil || *got.ExitCode != 3 || got.EndedAt.IsZero() {
 		t.Errorf("closed meta: %s", jsonOf(got))
 	}
 	if want := map[string]uint64{"events": 9, "correlate": 2, "preset": 1}; !reflect.DeepEqual(got.Lost, want) {
