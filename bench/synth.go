@@ -257,7 +257,7 @@ func (g *synth) proc(ppid uint32, pexe string, pid uint32, comm, path string, ar
 	}
 	p := &sproc{pid: pid, ppid: ppid, execID: event.ExecID(pid, startNS+1000), pexe: forked.execID, comm: comm, startNS: startNS}
 	ex := g.base(p, event.KindExec)
-	ex.Path, ex.Argv, ex.Cwd, ex.UID = path, argv, "/home/dev/project", event.Ptr(uint32(1000))
+	ex.Path, ex.Process.Argv, ex.Process.Cwd, ex.Process.UID = path, argv, "/home/dev/project", event.Ptr(uint32(1000))
 	g.add(ex)
 	for _, l := range libs[:2+g.rng.IntN(len(libs)-1)] {
 		g.open(p, l, "read")
@@ -281,7 +281,7 @@ func (g *synth) open(p *sproc, path, access string) {
 
 func (g *synth) exit(p *sproc, code int) {
 	e := g.base(p, event.KindExit)
-	e.ExitCode, e.DurationNS, e.CPUNS, e.MaxRSSKB = event.Ptr(code), uint64(g.rng.IntN(2e9)), uint64(g.rng.IntN(1e9)), uint64(2000+g.rng.IntN(100000))
+	e.Process.ExitCode, e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB = event.Ptr(code), uint64(g.rng.IntN(2e9)), uint64(g.rng.IntN(1e9)), uint64(2000+g.rng.IntN(100000))
 	g.add(e)
 }
 
@@ -308,7 +308,7 @@ func (g *synth) toolCall(root *sproc) {
 		}
 		if g.rng.IntN(8) == 0 && g.count < g.n-8 {
 			c := g.base(p, event.KindConnect)
-			c.Family, c.Proto, c.Addr, c.Port, c.Result = "ipv4", "tcp", fmt.Sprintf("140.82.%d.%d", g.rng.IntN(4), g.rng.IntN(250)), 443, event.Ptr(int64(0))
+			c.Network.Family, c.Network.Proto, c.Network.Addr, c.Network.Port, c.Result = "ipv4", "tcp", fmt.Sprintf("140.82.%d.%d", g.rng.IntN(4), g.rng.IntN(250)), 443, event.Ptr(int64(0))
 			g.add(c)
 		}
 		g.exit(p, 0)

@@ -174,36 +174,36 @@ func eventDetails(ev *event.Event) string {
 	switch ev.Kind {
 	case event.KindExec:
 		add(path(ev.Path, ev.PathTruncated))
-		if len(ev.Argv) > 0 {
-			argv := quoteArgv(ev.Argv)
-			if ev.ArgvTruncated {
+		if len(ev.Argv()) > 0 {
+			argv := quoteArgv(ev.Argv())
+			if ev.ArgvTruncated() {
 				argv += " …(argv truncated)"
 			}
 			add("argv:", argv)
 		}
-		if ev.Cwd != "" {
-			add("cwd:", quoteWord(ev.Cwd))
+		if ev.Cwd() != "" {
+			add("cwd:", quoteWord(ev.Cwd()))
 		}
-		if ev.UID != nil {
-			add("uid:", strconv.FormatUint(uint64(*ev.UID), 10))
+		if ev.UID() != nil {
+			add("uid:", strconv.FormatUint(uint64(*ev.UID()), 10))
 		}
 		add(resultText(ev, false))
 	case event.KindFork:
-		add("child", strconv.FormatUint(uint64(ev.ChildPID), 10))
+		add("child", strconv.FormatUint(uint64(ev.ChildPID()), 10))
 	case event.KindExit:
-		if ev.Signal != 0 {
-			add("killed by", signalName(ev.Signal))
-		} else if ev.ExitCode != nil {
-			add("code", strconv.Itoa(*ev.ExitCode))
+		if ev.Signal() != 0 {
+			add("killed by", signalName(ev.Signal()))
+		} else if ev.ExitCode() != nil {
+			add("code", strconv.Itoa(*ev.ExitCode()))
 		}
-		if ev.DurationNS > 0 {
-			add("after", roundDuration(time.Duration(ev.DurationNS)))
+		if ev.DurationNS() > 0 {
+			add("after", roundDuration(time.Duration(ev.DurationNS())))
 		}
-		if ev.CPUNS > 0 {
-			add("cpu", roundDuration(time.Duration(ev.CPUNS)))
+		if ev.CPUNS() > 0 {
+			add("cpu", roundDuration(time.Duration(ev.CPUNS())))
 		}
-		if ev.MaxRSSKB > 0 {
-			add("rss", strconv.FormatUint(ev.MaxRSSKB/1024, 10)+"MiB")
+		if ev.MaxRSSKB() > 0 {
+			add("rss", strconv.FormatUint(ev.MaxRSSKB()/1024, 10)+"MiB")
 		}
 	case event.KindOpen:
 		add(path(ev.Path, ev.PathTruncated))
@@ -222,58 +222,58 @@ func eventDetails(ev *event.Event) string {
 	case event.KindHandle:
 		add(path(ev.Path, ev.PathTruncated), resultText(ev, false))
 	case event.KindInject, event.KindSignal, event.KindBPF:
-		add(ev.Method)
-		if ev.TargetPID != 0 {
-			add("pid", strconv.FormatUint(uint64(ev.TargetPID), 10))
+		add(ev.Method())
+		if ev.TargetPID() != 0 {
+			add("pid", strconv.FormatUint(uint64(ev.TargetPID()), 10))
 		}
-		if ev.Adopted {
+		if ev.Adopted() {
 			add("(adopted)")
 		}
-		if ev.Signo != 0 {
-			add("signal", strconv.Itoa(ev.Signo))
+		if ev.Signo() != 0 {
+			add("signal", strconv.Itoa(ev.Signo()))
 		}
-		add(ev.BPFCmd, resultText(ev, false))
+		add(ev.BPFCmd(), resultText(ev, false))
 	case event.KindConnect, event.KindBind, event.KindAccept, event.KindSend:
 		add(peer(ev))
-		if ev.PeerPID != 0 {
-			add(fmt.Sprintf("peer %d %s", ev.PeerPID, quoteWord(ev.PeerExe)))
+		if ev.PeerPID() != 0 {
+			add(fmt.Sprintf("peer %d %s", ev.PeerPID(), quoteWord(ev.PeerExe())))
 		}
-		if ev.Host != "" {
-			add("(" + sanitizeLine(ev.Host) + ")")
+		if ev.Host() != "" {
+			add("(" + sanitizeLine(ev.Host()) + ")")
 		}
-		if ev.Proto != "" {
-			add(ev.Proto)
+		if ev.Proto() != "" {
+			add(ev.Proto())
 		}
 		add(resultText(ev, ev.Kind == event.KindAccept))
 	case event.KindDNS:
-		add(sanitizeLine(ev.QName))
-		if ev.QType != "" {
-			add(ev.QType)
+		add(sanitizeLine(ev.QName()))
+		if ev.QType() != "" {
+			add(ev.QType())
 		}
-		if len(ev.Answers) > 0 {
-			add("->", sanitizeLine(strings.Join(ev.Answers, ", ")))
+		if len(ev.Answers()) > 0 {
+			add("->", sanitizeLine(strings.Join(ev.Answers(), ", ")))
 		}
 	case event.KindNet:
 		add(peer(ev))
-		if ev.Host != "" {
-			add("(" + sanitizeLine(ev.Host) + ")")
+		if ev.Host() != "" {
+			add("(" + sanitizeLine(ev.Host()) + ")")
 		}
-		add("sent", strconv.FormatUint(ev.BytesSent, 10), "recv", strconv.FormatUint(ev.BytesRecv, 10))
+		add("sent", strconv.FormatUint(ev.BytesSent(), 10), "recv", strconv.FormatUint(ev.BytesRecv(), 10))
 	case event.KindUring:
-		add(ev.RingOp)
+		add(ev.RingOp())
 		if ev.Path != "" {
 			add(path(ev.Path, ev.PathTruncated))
 		}
-		if ev.Addr != "" {
+		if ev.Addr() != "" {
 			add(peer(ev))
 		}
-		if ev.RingOps > 0 {
-			add("total", strconv.FormatUint(ev.RingOps, 10), "ops", strconv.FormatUint(ev.RingBytes, 10), "bytes")
+		if ev.RingOps() > 0 {
+			add("total", strconv.FormatUint(ev.RingOps(), 10), "ops", strconv.FormatUint(ev.RingBytes(), 10), "bytes")
 		}
-		add(resultText(ev, ev.RingOp == "setup" || ev.RingOp == "socket"))
+		add(resultText(ev, ev.RingOp() == "setup" || ev.RingOp() == "socket"))
 	}
 	if ev.Kind != event.KindUring && ev.Via() != "" {
-		add("via", ev.Via(), ev.RingOp)
+		add("via", ev.Via(), ev.RingOp())
 	}
 	var kept []string
 	for _, p := range parts {
@@ -286,13 +286,13 @@ func eventDetails(ev *event.Event) string {
 
 // peer renders a socket address: host:port, [v6]:port, or a unix path.
 func peer(ev *event.Event) string {
-	if ev.Family == "unix" || ev.Port == 0 && ev.Family != "ipv4" && ev.Family != "ipv6" {
-		if ev.Addr == "" {
+	if ev.Family() == "unix" || ev.Port() == 0 && ev.Family() != "ipv4" && ev.Family() != "ipv6" {
+		if ev.Addr() == "" {
 			return "-"
 		}
-		return quoteWord(ev.Addr)
+		return quoteWord(ev.Addr())
 	}
-	return net.JoinHostPort(ev.Addr, strconv.Itoa(int(ev.Port)))
+	return net.JoinHostPort(ev.Addr(), strconv.Itoa(int(ev.Port())))
 }
 
 // resultText renders a syscall result: the errno name for a failure,

@@ -31,9 +31,9 @@ func testEvents() []*event.Event {
 		return e
 	}
 	return []*event.Event{
-		ev(1, event.KindFork, 100, "bash", func(e *event.Event) { e.ChildPID = 101 }),
+		ev(1, event.KindFork, 100, "bash", func(e *event.Event) { e.Process.ChildPID = 101 }),
 		ev(2, event.KindExec, 101, "npm", func(e *event.Event) {
-			e.Path, e.Argv, e.Cwd, e.Result = "/usr/bin/npm", []string{"npm", "install", "left pad"}, "/home/dev/p", event.Ptr(int64(0))
+			e.Path, e.Process.Argv, e.Process.Cwd, e.Result = "/usr/bin/npm", []string{"npm", "install", "left pad"}, "/home/dev/p", event.Ptr(int64(0))
 		}),
 		ev(12, event.KindOpen, 101, "npm", func(e *event.Event) {
 			e.Path, e.Access, e.Flags, e.Result = "/home/dev/.npmrc", "read", event.Ptr(uint32(0)), event.Ptr(int64(-2))
@@ -42,13 +42,13 @@ func testEvents() []*event.Event {
 			e.Path, e.Access, e.Result = "/home/dev/p/package-lock.json", "write,create", event.Ptr(int64(5))
 		}),
 		ev(20, event.KindDNS, 101, "npm", func(e *event.Event) {
-			e.QName, e.QType, e.Answers = "registry.npmjs.org", "A", []string{"104.16.1.35"}
+			e.Network.QName, e.Network.QType, e.Network.Answers = "registry.npmjs.org", "A", []string{"104.16.1.35"}
 		}),
 		ev(21, event.KindConnect, 101, "npm", func(e *event.Event) {
-			e.Family, e.Proto, e.Addr, e.Port, e.Host, e.Result = "ipv4", "tcp", "104.16.1.35", 443, "registry.npmjs.org", event.Ptr(int64(-115))
+			e.Network.Family, e.Network.Proto, e.Network.Addr, e.Network.Port, e.Network.Host, e.Result = "ipv4", "tcp", "104.16.1.35", 443, "registry.npmjs.org", event.Ptr(int64(-115))
 		}),
 		ev(1500, event.KindExit, 101, "npm", func(e *event.Event) {
-			e.ExitCode, e.DurationNS = event.Ptr(0), uint64(1498*time.Millisecond)
+			e.Process.ExitCode, e.Process.DurationNS = event.Ptr(0), uint64(1498*time.Millisecond)
 		}),
 	}
 }
@@ -251,7 +251,7 @@ func TestEventDetails(t *testing.T) {
 		want string
 	}{
 		{"exec truncated", with(func(e *event.Event) {
-			e.Kind, e.Path, e.Argv, e.ArgvTruncated, e.UID = event.KindExec, "/bin/sh", []string{"sh", "-c", "echo $HOME"}, true, event.Ptr(uint32(1000))
+			e.Kind, e.Path, e.Process.Argv, e.Process.ArgvTruncated, e.Process.UID = event.KindExec, "/bin/sh", []string{"sh", "-c", "echo $HOME"}, true, event.Ptr(uint32(1000))
 		}), `/bin/sh argv: sh -c 'echo $HOME' …(argv truncated) uid: 1000`},
 		{"exec failed", with(func(e *event.Event) { e.Kind, e.Path, e.Result = event.KindExec, "/nope", event.Ptr(int64(-2)) }), "/nope ENOENT"},
 		{"open control chars", with(func(e *event.Event) {
@@ -270,23 +270,25 @@ func TestEventDetails(t *testing.T) {
 		}), "/d mode 0755 EEXIST"},
 		{"chmod", with(func(e *event.Event) { e.Kind, e.Path, e.Mode = event.KindChmod, "/d", event.Ptr(uint32(0o4755)) }), "/d mode 4755"},
 		{"connect v6", with(func(e *event.Event) {
-			e.Kind, e.Family, e.Addr, e.Port, e.Result = event.KindConnect, "ipv6", "::1", 8080, event.Ptr(int64(-111))
+			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port, e.Result = event.KindConnect, "ipv6", "::1", 8080, event.Ptr(int64(-111))
 		}), "[::1]:8080 ECONNREFUSED"},
 		{"connect unix", with(func(e *event.Event) {
-			e.Kind, e.Family, e.Addr, e.Result = event.KindConnect, "unix", "/run/docker.sock", event.Ptr(int64(0))
+			e.Kind, e.Network.Family, e.Network.Addr, e.Result = event.KindConnect, "unix", "/run/docker.sock", event.Ptr(int64(0))
 		}), "/run/docker.sock"},
-		{"bind", with(func(e *event.Event) { e.Kind, e.Family, e.Addr, e.Port = event.KindBind, "ipv4", "0.0.0.0", 3000 }), "0.0.0.0:3000"},
+		{"bind", with(func(e *event.Event) {
+			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port = event.KindBind, "ipv4", "0.0.0.0", 3000
+		}), "0.0.0.0:3000"},
 		{"accept", with(func(e *event.Event) {
-			e.Kind, e.Family, e.Addr, e.Port, e.Result = event.KindAccept, "ipv4", "10.0.0.2", 50000, event.Ptr(int64(7))
+			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port, e.Result = event.KindAccept, "ipv4", "10.0.0.2", 50000, event.Ptr(int64(7))
 		}), "10.0.0.2:50000 fd 7"},
-		{"dns no answer", with(func(e *event.Event) { e.Kind, e.QName, e.QType = event.KindDNS, "example.com", "AAAA" }), "example.com AAAA"},
+		{"dns no answer", with(func(e *event.Event) { e.Kind, e.Network.QName, e.Network.QType = event.KindDNS, "example.com", "AAAA" }), "example.com AAAA"},
 		{"net", with(func(e *event.Event) {
-			e.Kind, e.Family, e.Addr, e.Port, e.BytesSent, e.BytesRecv = event.KindNet, "ipv4", "1.2.3.4", 443, 10, 2000
+			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port, e.Network.BytesSent, e.Network.BytesRecv = event.KindNet, "ipv4", "1.2.3.4", 443, 10, 2000
 		}), "1.2.3.4:443 sent 10 recv 2000"},
 		{"exit signal", with(func(e *event.Event) {
-			e.Kind, e.Signal, e.DurationNS, e.CPUNS, e.MaxRSSKB = event.KindExit, 9, uint64(75*time.Second), uint64(1500*time.Microsecond), 20480
+			e.Kind, e.Process.Signal, e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB = event.KindExit, 9, uint64(75*time.Second), uint64(1500*time.Microsecond), 20480
 		}), "killed by SIGKILL after 1m15s cpu 1.5ms rss 20MiB"},
-		{"fork", with(func(e *event.Event) { e.Kind, e.ChildPID = event.KindFork, 42 }), "child 42"},
+		{"fork", with(func(e *event.Event) { e.Kind, e.Process.ChildPID = event.KindFork, 42 }), "child 42"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

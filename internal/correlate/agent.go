@@ -22,7 +22,7 @@ const (
 // execRole classifies one exec of a process the agent spawned that no tool
 // call explains. rootArgv is the argv of the session's root command.
 func execRole(e *event.Event, rootArgv []string) (role, string) {
-	argv := e.Argv
+	argv := e.Argv()
 	if len(argv) == 0 {
 		return roleOther, ""
 	}
@@ -175,10 +175,10 @@ func systemProgram(file string) bool {
 func probeFile(e *event.Event) string {
 	file := e.Path
 	switch {
-	case e.Script != "":
-		file = e.Script
-	case isShell(e.Path) && len(e.Argv) > 1 && !strings.HasPrefix(e.Argv[1], "-"):
-		file = e.Argv[1]
+	case e.Script() != "":
+		file = e.Script()
+	case isShell(e.Path) && len(e.Argv()) > 1 && !strings.HasPrefix(e.Argv()[1], "-"):
+		file = e.Argv()[1]
 	}
 	if !systemProgram(file) {
 		return ""
@@ -451,8 +451,8 @@ func installDirs(execs []*event.Event) []string {
 	}
 	for _, e := range execs {
 		cands := []string{e.Path}
-		if len(e.Argv) > 1 {
-			cands = append(cands, e.Argv[1])
+		if len(e.Argv()) > 1 {
+			cands = append(cands, e.Argv()[1])
 		}
 		for i, a := range cands {
 			if !filepath.IsAbs(a) {

@@ -90,7 +90,7 @@ func TestClaudeShape(t *testing.T) {
 	// The Bash call owns the wrapper and its subtree, fork events included.
 	wantAll(t, res, c.s.evs, ReasonLineage, "toolu_1", c.bash, c.grp)
 	for _, e := range c.s.evs {
-		if e.Kind == event.KindFork && (e.ChildPID == 103 || e.ChildPID == 104) {
+		if e.Kind == event.KindFork && (e.ChildPID() == 103 || e.ChildPID() == 104) {
 			want(t, res, e, ReasonLineage, "toolu_1")
 		}
 	}
@@ -340,7 +340,7 @@ func TestUnattributedProcess(t *testing.T) {
 	wantAll(t, res, s.evs, ReasonLineage, "t", ok)
 	wantAll(t, res, s.evs, ReasonUnattributed, "", during, child, after)
 	for _, e := range s.evs {
-		if e.Kind == event.KindFork && e.ChildPID >= 102 {
+		if e.Kind == event.KindFork && e.ChildPID() >= 102 {
 			want(t, res, e, ReasonUnattributed, "")
 		}
 	}
@@ -531,7 +531,7 @@ func TestUnsortedAndLostParents(t *testing.T) {
 	// The fork of the Bash call's process was lost: its exec still matches.
 	var kept []*event.Event
 	for _, e := range c.s.evs {
-		if !(e.Kind == event.KindFork && e.ChildPID == 103) {
+		if !(e.Kind == event.KindFork && e.ChildPID() == 103) {
 			kept = append(kept, e)
 		}
 	}
@@ -577,12 +577,12 @@ func TestSocketProbe(t *testing.T) {
 	consistent(t, s.evs, res)
 	for _, e := range probes {
 		if at := res.Of(e.Seq); at == nil || at.Reason != ReasonAgentBookkeeping || at.Detail != "socket-probe" {
-			t.Errorf("bind %s:%d: %+v, want bookkeeping socket-probe", e.Addr, e.Port, at)
+			t.Errorf("bind %s:%d: %+v, want bookkeeping socket-probe", e.Addr(), e.Port(), at)
 		}
 	}
 	for _, e := range others {
 		if at := res.Of(e.Seq); at == nil || at.Detail == "socket-probe" {
-			t.Errorf("bind %s:%d: %+v, want no socket-probe", e.Addr, e.Port, at)
+			t.Errorf("bind %s:%d: %+v, want no socket-probe", e.Addr(), e.Port(), at)
 		}
 	}
 }

@@ -83,11 +83,11 @@ func (s *apiSet) hostMatches(name string) bool {
 
 // peer reports whether a connect/net/accept event's peer is the API.
 func (s *apiSet) peer(e *event.Event) bool {
-	if e.Family == "unix" || e.Addr == "" {
+	if e.Family() == "unix" || e.Addr() == "" {
 		return false
 	}
-	port := strconv.Itoa(int(e.Port))
-	for _, h := range []string{strings.ToLower(e.Addr), strings.ToLower(e.Host)} {
+	port := strconv.Itoa(int(e.Port()))
+	for _, h := range []string{strings.ToLower(e.Addr()), strings.ToLower(e.Host())} {
 		if h == "" {
 			continue
 		}
@@ -100,10 +100,10 @@ func (s *apiSet) peer(e *event.Event) bool {
 
 // dns reports whether a DNS query is for the API.
 func (s *apiSet) dns(e *event.Event) bool {
-	if s.hostMatches(e.QName) || s.names[strings.ToLower(strings.TrimSuffix(e.QName, "."))] {
+	if s.hostMatches(e.QName()) || s.names[strings.ToLower(strings.TrimSuffix(e.QName(), "."))] {
 		return true
 	}
-	for _, a := range e.Answers {
+	for _, a := range e.Answers() {
 		a = strings.ToLower(a)
 		if s.names[a] {
 			return true
@@ -124,7 +124,7 @@ func (s *apiSet) learnDNS(agentEvents []*event.Event) {
 		if e.Kind != event.KindDNS || !s.dns(e) {
 			continue
 		}
-		for _, a := range e.Answers {
+		for _, a := range e.Answers() {
 			if ip := net.ParseIP(a); ip != nil {
 				s.names[ip.String()] = true
 				s.anyPort[ip.String()] = true
@@ -148,10 +148,10 @@ func (s *apiSet) learnDominant(agentEvents []*event.Event, firstCall time.Time) 
 	early := map[string]bool{}
 	var order []string
 	for _, e := range agentEvents {
-		if e.Network == nil || e.Family != "ipv4" && e.Family != "ipv6" || e.Addr == "" {
+		if e.Network == nil || e.Family() != "ipv4" && e.Family() != "ipv6" || e.Addr() == "" {
 			continue
 		}
-		key := net.JoinHostPort(strings.ToLower(e.Addr), strconv.Itoa(int(e.Port)))
+		key := net.JoinHostPort(strings.ToLower(e.Addr()), strconv.Itoa(int(e.Port())))
 		switch e.Kind {
 		case event.KindConnect:
 			if e.Result != nil && *e.Result < 0 && *e.Result != -115 { // -EINPROGRESS is a non-blocking connect under way
@@ -168,7 +168,7 @@ func (s *apiSet) learnDominant(agentEvents []*event.Event, firstCall time.Time) 
 			if _, ok := weight[key]; !ok {
 				order = append(order, key)
 			}
-			weight[key] += e.BytesSent + e.BytesRecv
+			weight[key] += e.BytesSent() + e.BytesRecv()
 		}
 	}
 	best, bw := "", uint64(0)

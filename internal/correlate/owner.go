@@ -51,7 +51,7 @@ func (a *attributor) ownerOf(im *lineage.Image) owner {
 func (a *attributor) argvText(im *lineage.Image) *argvText {
 	n := &a.notes[im.Index]
 	if n.text == nil {
-		n.text = newArgvText(im.Exec.Argv)
+		n.text = newArgvText(im.Exec.Argv())
 	}
 	return n.text
 }
@@ -79,7 +79,7 @@ func (a *attributor) decideAll() {
 	}
 	if root != nil {
 		if ex := root.Execs(); len(ex) > 0 {
-			a.rootArgv = ex[0].Argv
+			a.rootArgv = ex[0].Argv()
 		}
 	}
 	procs := a.tree.Processes()
@@ -262,15 +262,15 @@ const helperLead = 10 * time.Millisecond
 // spawn (Claude Code's Grep and Glob run ripgrep; others list files with
 // git or find).
 func searchTool(e *event.Event) bool {
-	if len(e.Argv) == 0 {
+	if len(e.Argv()) == 0 {
 		return false
 	}
-	for _, name := range []string{filepath.Base(e.Argv[0]), filepath.Base(e.Path)} {
+	for _, name := range []string{filepath.Base(e.Argv()[0]), filepath.Base(e.Path)} {
 		switch name {
 		case "rg", "ripgrep", "grep", "find", "fd", "fdfind":
 			return true
 		case "git":
-			for _, a := range e.Argv[1:] {
+			for _, a := range e.Argv()[1:] {
 				if !strings.HasPrefix(a, "-") {
 					return a == "ls-files" || a == "grep"
 				}
@@ -298,7 +298,7 @@ func (a *attributor) matchSearch(p *lineage.Process) *callInfo {
 				score++
 			}
 			for _, d := range ci.paths.dirs {
-				for _, arg := range e.Argv[1:] {
+				for _, arg := range e.Argv()[1:] {
 					if arg == d || strings.HasPrefix(arg, d+"/") {
 						score += 2
 					}

@@ -21,9 +21,9 @@ func (a *attributor) network(e *event.Event, im *lineage.Image, at *Attribution,
 	case e.Kind == event.KindDNS && a.api.dns(e),
 		e.Kind != event.KindDNS && a.api.peer(e) && e.Kind != event.KindBind:
 		at.Reason, at.Detail = ReasonAgentAPI, "model-api"
-	case e.Family == "unix" && a.env.bookkeeping(e.Addr, e.Kind == event.KindBind) != "":
+	case e.Family() == "unix" && a.env.bookkeeping(e.Addr(), e.Kind == event.KindBind) != "":
 		at.Reason, at.Detail = ReasonAgentBookkeeping, "local-socket"
-	case core && e.Kind == event.KindBind && e.Port == 0 && (e.Addr == "::1" || e.Addr == "127.0.0.1"):
+	case core && e.Kind == event.KindBind && e.Port() == 0 && (e.Addr() == "::1" || e.Addr() == "127.0.0.1"):
 		// A bind to an ephemeral loopback port that is never listened on:
 		// urllib3 (mini-swe-agent's requests) probing for IPv6 at import.
 		at.Reason, at.Detail = ReasonAgentBookkeeping, "socket-probe"
@@ -34,7 +34,7 @@ func (a *attributor) network(e *event.Event, im *lineage.Image, at *Attribution,
 
 // fetchCall finds the in-process fetch call whose URL host the event names.
 func (a *attributor) fetchCall(e *event.Event) *callInfo {
-	names := []string{strings.ToLower(e.Host), strings.ToLower(e.Addr), strings.ToLower(strings.TrimSuffix(e.QName, "."))}
+	names := []string{strings.ToLower(e.Host()), strings.ToLower(e.Addr()), strings.ToLower(strings.TrimSuffix(e.QName(), "."))}
 	for _, ci := range a.calls.at(e.TS) {
 		if len(ci.hosts) == 0 {
 			continue

@@ -125,7 +125,7 @@ func TestRecordedSessions(t *testing.T) {
 				n++
 				if want := calls[ms[0]]; at.ToolCallID != want {
 					wrong++
-					t.Errorf("seq %d %s %s %v: call %q (%s %s), want %q", e.Seq, e.Kind, e.Path, e.Argv, at.ToolCallID, at.Reason, at.Detail, want)
+					t.Errorf("seq %d %s %s %v: call %q (%s %s), want %q", e.Seq, e.Kind, e.Path, e.Argv(), at.ToolCallID, at.Reason, at.Detail, want)
 				}
 			}
 			t.Logf("%s: %d marked events, %d misattributed", agent, n, wrong)
@@ -142,16 +142,16 @@ func TestRecordedSessions(t *testing.T) {
 				case at.Detail == "no-call":
 					// The hook's process (Claude Code, Gemini CLI).
 				default:
-					t.Errorf("unattributed seq %d %s pid %d %s %s %s:%d (%s)", e.Seq, e.Kind, e.PID, e.Comm, e.Path, e.Addr, e.Port, at.Detail)
+					t.Errorf("unattributed seq %d %s pid %d %s %s %s:%d (%s)", e.Seq, e.Kind, e.PID, e.Comm, e.Path, e.Addr(), e.Port(), at.Detail)
 				}
 			}
 			if late == 0 {
 				t.Error("no after-return event")
 			}
 			for _, e := range r.events {
-				if e.Kind == event.KindConnect && e.Addr == "127.0.0.1" && e.Family == "ipv4" {
+				if e.Kind == event.KindConnect && e.Addr() == "127.0.0.1" && e.Family() == "ipv4" {
 					if at := res.Of(e.Seq); at.Reason != ReasonAgentAPI {
-						t.Errorf("connect seq %d to %s:%d: %s", e.Seq, e.Addr, e.Port, at.Reason)
+						t.Errorf("connect seq %d to %s:%d: %s", e.Seq, e.Addr(), e.Port(), at.Reason)
 					}
 				}
 			}

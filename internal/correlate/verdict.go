@@ -14,7 +14,7 @@ func (a *attributor) attribute(e *event.Event, im *lineage.Image, at *Attributio
 	o := a.ownerOf(im)
 	// A fork is the start of the child: it belongs to whoever the child acts for.
 	if e.Kind == event.KindFork {
-		if c := a.tree.Image(e.ChildExecID); c != nil {
+		if c := a.tree.Image(e.ChildExecID()); c != nil {
 			o = a.ownerOf(c)
 		}
 	}
@@ -162,7 +162,7 @@ func (a *attributor) record(ci *callInfo, e *event.Event, im *lineage.Image, pat
 	case event.KindConnect:
 		act.Connects = append(act.Connects, e)
 	case event.KindDNS:
-		if q := strings.TrimSuffix(e.QName, "."); q != "" && !ci.seenDNS[q] {
+		if q := strings.TrimSuffix(e.QName(), "."); q != "" && !ci.seenDNS[q] {
 			ci.seenDNS[q] = true
 			act.DNS = append(act.DNS, q)
 		}

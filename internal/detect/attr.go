@@ -141,7 +141,7 @@ func (x *attrIndex) at(seq uint64) *correlate.Attribution {
 // names are the program names of image id (policy.ProgramNames of the
 // exec that gave it its program), or its comm when no exec was recorded.
 func (s *facts) names(id string) []string {
-	return s.tree.Names(id, func(e *event.Event) []string { return policy.ProgramNames(e.Path, e.Argv) })
+	return s.tree.Names(id, func(e *event.Event) []string { return policy.ProgramNames(e.Path, e.Argv()) })
 }
 
 // excerpt is s on one line, cut to n bytes with an ellipsis.

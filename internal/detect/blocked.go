@@ -45,8 +45,8 @@ func (s *facts) blockedRead(e *event.Event) bool {
 // blockedConnect reports whether e is an IP connect the isolation's
 // egress control refused.
 func (s *facts) blockedConnect(e *event.Event) bool {
-	return s.in.Meta.Isolation != nil && e.Kind == event.KindConnect && (e.Family == "ipv4" || e.Family == "ipv6") &&
-		e.Addr != "" && e.Result != nil && *e.Result == -linuxEPERM
+	return s.in.Meta.Isolation != nil && e.Kind == event.KindConnect && (e.Family() == "ipv4" || e.Family() == "ipv6") &&
+		e.Addr() != "" && e.Result != nil && *e.Result == -linuxEPERM
 }
 
 // blockedSends are the unexpected-egress findings for the UDP sends the

@@ -160,11 +160,11 @@ func (p *tproc) spawn(pid uint32, call string, bin string, argv ...string) *tpro
 }
 
 // home sets the HOME the process's exec recorded.
-func (p *tproc) home(h string) *tproc { p.exec.Home = h; return p }
+func (p *tproc) home(h string) *tproc { p.exec.Process.Home = h; return p }
 
 // script sets the #! script the process's exec ran (its bin being the
 // interpreter).
-func (p *tproc) script(file string) *tproc { p.exec.Script = file; return p }
+func (p *tproc) script(file string) *tproc { p.exec.Process.Script = file; return p }
 
 func (p *tproc) open(file, access string) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(int64(3))})

@@ -132,7 +132,7 @@ func (s *facts) topMatches(nums []int32, set *commandSet) []*event.Event {
 	return out
 }
 
-func cmdline(e *event.Event) string { return "`" + excerpt(strings.Join(e.Argv, " "), 100) + "`" }
+func cmdline(e *event.Event) string { return "`" + excerpt(strings.Join(e.Argv(), " "), 100) + "`" }
 
 // execsOf returns the command lines of the exec events numbered nums.
 func (s *facts) execsOf(nums []int32) []string {
@@ -185,10 +185,10 @@ func (s *facts) exitStatus(id string) (desc string, failed, known bool, seq uint
 	}
 	x := p.Exit
 	switch {
-	case x.Signal != 0:
-		return fmt.Sprintf("was killed by signal %d", x.Signal), true, true, x.Seq
-	case x.ExitCode != nil && *x.ExitCode != 0:
-		return fmt.Sprintf("exited with status %d", *x.ExitCode), true, true, x.Seq
+	case x.Signal() != 0:
+		return fmt.Sprintf("was killed by signal %d", x.Signal()), true, true, x.Seq
+	case x.ExitCode() != nil && *x.ExitCode() != 0:
+		return fmt.Sprintf("exited with status %d", *x.ExitCode()), true, true, x.Seq
 	}
 	return "exited 0", false, true, x.Seq
 }

@@ -262,7 +262,7 @@ func (s *facts) walk() {
 				f.flags |= fEgress | fBlocked
 			}
 		case event.KindNet:
-			if e.BytesSent != 0 {
+			if e.BytesSent() != 0 {
 				f.flags |= fNetSent
 			}
 		case event.KindDNS, event.KindBind, event.KindAccept:
@@ -354,10 +354,10 @@ func (s *facts) netIndex(e *event.Event) {
 	switch e.Kind {
 	case event.KindDNS:
 		s.dnsByPID[e.PID] = append(s.dnsByPID[e.PID], e)
-		if e.QName != "" {
+		if e.QName() != "" {
 			s.dnsSent[peerKey(e)] = true
 		}
-		for _, ans := range e.Answers {
+		for _, ans := range e.Answers() {
 			words := strings.Fields(ans)
 			if len(words) == 0 {
 				continue
@@ -367,14 +367,14 @@ func (s *facts) netIndex(e *event.Event) {
 			}
 		}
 	case event.KindBind:
-		if !e.Failed() && e.Port != 0 {
-			s.binds[e.Port] = true
+		if !e.Failed() && e.Port() != 0 {
+			s.binds[e.Port()] = true
 		}
 	case event.KindAccept:
 		if !e.Failed() {
 			s.accepted[e.PID] = true
 		}
-		if !e.Failed() && isLoopback(e.Addr) {
+		if !e.Failed() && isLoopback(e.Addr()) {
 			s.acceptsLo = append(s.acceptsLo, e.TS)
 		}
 	}

@@ -105,7 +105,7 @@ func (s *run) footholdFindings(g *groups, title, what string) []Finding {
 // widens a foothold (what says how).
 func (s *run) commandFinding(e *event.Event, sev Severity, note, title, what string) Finding {
 	call, who := s.actor(e)
-	detail := fmt.Sprintf("%s ran `%s`, which %s", who, excerpt(strings.Join(e.Argv, " "), 160), what)
+	detail := fmt.Sprintf("%s ran `%s`, which %s", who, excerpt(strings.Join(e.Argv(), " "), 160), what)
 	if note != "" {
 		detail += "; " + note
 	}

@@ -26,7 +26,7 @@ func (p *tproc) traffic(addr string, port uint16, sent, recv uint64) *event.Even
 // resolve is a DNS query for name with its recorded answers.
 func (p *tproc) resolve(name string, addrs ...string) *event.Event {
 	e := p.dns(name)
-	e.Answers = addrs
+	e.Network.Answers = addrs
 	return e
 }
 

@@ -27,14 +27,14 @@ type peer struct {
 // last name the same process looked up within the DNS window before it,
 // unless that query's recorded answers name other addresses.
 func (s *facts) peerOf(e *event.Event) peer {
-	if e.Host != "" {
-		return peer{host: e.Host}
+	if e.Host() != "" {
+		return peer{host: e.Host()}
 	}
-	ip, err := netip.ParseAddr(e.Addr)
+	ip, err := netip.ParseAddr(e.Addr())
 	if err == nil {
 		ip = ip.Unmap()
 		if d := s.answers[ip]; d != nil {
-			return peer{host: strings.TrimSuffix(d.QName, "."), dnsSeq: d.Seq}
+			return peer{host: strings.TrimSuffix(d.QName(), "."), dnsSeq: d.Seq}
 		}
 		// Loopback names (localhost) say nothing about where bytes went.
 		if h := s.in.Hosts[ip.String()]; h != "" && !ip.IsLoopback() {
@@ -49,11 +49,11 @@ func (s *facts) peerOf(e *event.Event) peer {
 		if e.TS.Sub(d.TS) > s.pol.Thresholds.DNSWindow {
 			break
 		}
-		if d.QName == "" || strings.EqualFold(d.QType, "PTR") || len(d.Answers) > 0 {
+		if d.QName() == "" || strings.EqualFold(d.QType(), "PTR") || len(d.Answers()) > 0 {
 			// An answered query names its answers (s.answers), not e's address.
 			continue
 		}
-		return peer{host: strings.TrimSuffix(d.QName, "."), inferred: true, dnsSeq: d.Seq}
+		return peer{host: strings.TrimSuffix(d.QName(), "."), inferred: true, dnsSeq: d.Seq}
 	}
 	return peer{}
 }
@@ -68,8 +68,8 @@ type pidPeer struct {
 
 // peerKey is e's process and destination.
 func peerKey(e *event.Event) pidPeer {
-	a, _ := netip.ParseAddr(e.Addr)
-	return pidPeer{e.PID, a.Unmap(), e.Port}
+	a, _ := netip.ParseAddr(e.Addr())
+	return pidPeer{e.PID, a.Unmap(), e.Port()}
 }
 
 // dnsAllowed reports whether e, to port 53, is allowed DNS: to one of the
@@ -77,11 +77,11 @@ func peerKey(e *event.Event) pidPeer {
 // message that parsed as a DNS query. Data of any other shape to port 53
 // is judged like traffic to any other port.
 func (s *facts) dnsAllowed(e *event.Event) bool {
-	return e.Port == 53 && s.pol.AllowDNS(e.Addr, s.in.Resolvers) && s.dnsSent[peerKey(e)]
+	return e.Port() == 53 && s.pol.AllowDNS(e.Addr(), s.in.Resolvers) && s.dnsSent[peerKey(e)]
 }
 
 func (p peer) display(e *event.Event) string {
-	hp := net.JoinHostPort(e.Addr, strconv.Itoa(int(e.Port)))
+	hp := net.JoinHostPort(e.Addr(), strconv.Itoa(int(e.Port())))
 	switch {
 	case p.host == "":
 		return hp
@@ -94,17 +94,17 @@ func (p peer) display(e *event.Event) string {
 // isEgress reports whether e is an IP connection attempt that went out
 // (succeeded or is in progress).
 func isEgress(e *event.Event) bool {
-	return e.Kind == event.KindConnect && (e.Family == "ipv4" || e.Family == "ipv6") && succeeded(e) && e.Addr != ""
+	return e.Kind == event.KindConnect && (e.Family() == "ipv4" || e.Family() == "ipv6") && succeeded(e) && e.Addr() != ""
 }
 
 // internalLoopback reports whether a loopback connect went to a server
 // the traced tree itself runs: one it bound that port for, or one that
 // accepted a loopback connection right then (an ephemeral port bound as 0).
 func (s *facts) internalLoopback(e *event.Event) bool {
-	if !isLoopback(e.Addr) {
+	if !isLoopback(e.Addr()) {
 		return false
 	}
-	if s.binds[e.Port] {
+	if s.binds[e.Port()] {
 		return true
 	}
 	// acceptsLo is sorted: look for one in [ts-100ms, ts+2s].
@@ -132,12 +132,12 @@ func (s *facts) verdict(e *event.Event, p peer) (ok, weak bool) {
 	if s.dnsAllowed(e) || !unrecordedPeer(e) && s.internalLoopback(e) {
 		return true, false
 	}
-	if !s.pol.AllowEgress(p.host, e.Addr, e.Port) {
+	if !s.pol.AllowEgress(p.host, e.Addr(), e.Port()) {
 		return false, false
 	}
 	// The agent's own traffic by the name it looked up is its API (a
 	// transcript's attribution says so; without one, the agent's images).
-	if p.inferred && !s.pol.AllowEgress("", e.Addr, e.Port) && !s.agentOwn(e) && !s.agent[e.ExecID] {
+	if p.inferred && !s.pol.AllowEgress("", e.Addr(), e.Port()) && !s.agentOwn(e) && !s.agent[e.ExecID] {
 		return true, true
 	}
 	return true, false

@@ -65,7 +65,7 @@ func TestEgressTricks(t *testing.T) {
 			build: func(b *builder) {
 				c := curl(b, "t1")
 				d := c.dns("example.org")
-				d.Addr = "8.8.8.8"
+				d.Network.Addr = "8.8.8.8"
 			},
 			want: []string{"medium unexpected-egress"},
 			check: func(t *testing.T, fs []Finding) {

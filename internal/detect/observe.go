@@ -62,7 +62,7 @@ func (s *facts) observe() *baseline.Sample {
 		kind := s.kindOf(call)
 		switch {
 		case f.flags&fExec != 0:
-			if names := policy.ProgramNames(e.Path, e.Argv); len(names) > 0 {
+			if names := policy.ProgramNames(e.Path, e.Argv()); len(names) > 0 {
 				act(kind).Programs.Add(names[0], e.Seq)
 			}
 			if call != "" {
@@ -77,7 +77,7 @@ func (s *facts) observe() *baseline.Sample {
 			a := act(kind)
 			a.Hosts.Add(dest, e.Seq)
 			if f.flags&fNetSent != 0 {
-				a.BytesOut[dest] += e.BytesSent
+				a.BytesOut[dest] += e.BytesSent()
 			}
 			if !s.allowed(e, p) {
 				smp.Unallowed.Add(dest, e.Seq)
@@ -206,9 +206,9 @@ func (s *facts) observedDir(p string) (string, bool) {
 func destination(e *event.Event, p peer) string {
 	h := p.host
 	if h == "" {
-		h = e.Addr
+		h = e.Addr()
 	}
-	return net.JoinHostPort(h, strconv.Itoa(int(e.Port)))
+	return net.JoinHostPort(h, strconv.Itoa(int(e.Port())))
 }
 
 // burst is the most of times (in any order) within one window.

@@ -210,7 +210,7 @@ func (s *facts) runs(set *commandSet, n int32) bool {
 	if c[n] == 0 {
 		c[n] = -1
 		e := s.events[s.execs[n]]
-		argv := e.Argv
+		argv := e.Argv()
 		if set.resolved && len(argv) > 0 && e.Path != "" {
 			argv = append([]string{e.Path}, argv[1:]...)
 		}

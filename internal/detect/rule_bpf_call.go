@@ -31,13 +31,13 @@ func bpfCall(s *run) []Finding {
 		if e.Kind != event.KindBPF || e.Call == nil {
 			continue
 		}
-		k := key{e.ExecID, e.BPFCmd}
+		k := key{e.ExecID, e.BPFCmd()}
 		if i, ok := first[k]; ok {
 			out[i].Evidence = append(out[i].Evidence, e.Seq)
 			continue
 		}
 		sev := SeverityMedium
-		if bpfLoads[e.BPFCmd] && !e.Failed() {
+		if bpfLoads[e.BPFCmd()] && !e.Failed() {
 			sev = s.rule.Severity
 		}
 		call, who := s.actor(e)
@@ -45,9 +45,9 @@ func bpfCall(s *run) []Finding {
 		if e.Failed() {
 			res = fmt.Sprintf("it failed (%d)", *e.Result)
 		}
-		detail := fmt.Sprintf("%s called bpf(%s): %s.", who, e.BPFCmd, res)
+		detail := fmt.Sprintf("%s called bpf(%s): %s.", who, e.BPFCmd(), res)
 		first[k] = len(out)
-		out = append(out, s.finding(sev, "bpf(2) call: "+e.BPFCmd, detail, call, []uint64{e.Seq}, false))
+		out = append(out, s.finding(sev, "bpf(2) call: "+e.BPFCmd(), detail, call, []uint64{e.Seq}, false))
 	}
 	return out
 }

@@ -84,11 +84,11 @@ func offRegistry(s *run) []Finding {
 					continue
 				}
 				e := s.events[i]
-				if e.Port == 53 || s.internalLoopback(e) {
+				if e.Port() == 53 || s.internalLoopback(e) {
 					continue
 				}
 				pr := s.peerOf(e)
-				if s.pol.IsRegistry(pr.host, e.Addr, e.Port) {
+				if s.pol.IsRegistry(pr.host, e.Addr(), e.Port()) {
 					continue
 				}
 				if d := pr.display(e); !seen[d] {

@@ -192,18 +192,18 @@ var (
 // in the workspace or under the exec's cwd, named like a test entry point
 // (run_tests.sh, test.sh, tests/test_calc.sh, scripts/test).
 func (s *facts) testEntry(e *event.Event) string {
-	file := e.Script
-	if file == "" && len(e.Argv) > 0 {
-		file = policy.ScriptArg(append([]string{e.Path}, e.Argv[1:]...))
+	file := e.Script()
+	if file == "" && len(e.Argv()) > 0 {
+		file = policy.ScriptArg(append([]string{e.Path}, e.Argv()[1:]...))
 	}
 	if file == "" {
 		file = e.Path
 	}
 	if !path.IsAbs(file) {
-		file = path.Join(e.Cwd, file)
+		file = path.Join(e.Cwd(), file)
 	}
 	file = path.Clean(file)
-	if !s.inWorkspace(file) && !under(file, e.Cwd) {
+	if !s.inWorkspace(file) && !under(file, e.Cwd()) {
 		return ""
 	}
 	base, dir := path.Base(file), path.Base(path.Dir(file))
@@ -221,7 +221,7 @@ func (s *facts) testEntry(e *event.Event) string {
 // ranTestFiles reports whether exec e is an interpreter, not the agent's
 // own, whose image read a test file of the workspace: it ran the tests.
 func (s *facts) ranTestFiles(e *event.Event) bool {
-	if s.agent[e.ExecID] || len(e.Argv) == 0 || !policy.Interpreter(e.Path) {
+	if s.agent[e.ExecID] || len(e.Argv()) == 0 || !policy.Interpreter(e.Path) {
 		return false
 	}
 	im := s.tree.Image(e.ExecID)
@@ -240,10 +240,10 @@ func (s *facts) ranTestFiles(e *event.Event) bool {
 // image it descends from, runs a test runner or the project's test entry.
 func (s *facts) inTestRun(e *event.Event) bool {
 	is := func(x *event.Event) bool {
-		if x == nil || len(x.Argv) == 0 {
+		if x == nil || len(x.Argv()) == 0 {
 			return false
 		}
-		if _, ok := s.pol.TestRunner(append([]string{x.Path}, x.Argv[1:]...)); ok {
+		if _, ok := s.pol.TestRunner(append([]string{x.Path}, x.Argv()[1:]...)); ok {
 			return true
 		}
 		return s.testEntry(x) != ""

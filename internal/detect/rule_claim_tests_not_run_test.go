@@ -159,7 +159,7 @@ func TestTestEvidence(t *testing.T) {
 		{name: "sh tests/test_calc.sh", build: run("/usr/bin/dash", []string{"sh", "tests/test_calc.sh"}, 0, proj+"/tests/test_calc.sh"), want: nil},
 		{name: "scripts/test as a #! script", build: func(b *builder) {
 			run("/usr/bin/bash", []string{"/bin/bash", proj + "/scripts/test"}, 0)(b)
-			b.events[len(b.events)-3].Script = proj + "/scripts/test" // the exec
+			b.events[len(b.events)-3].Process.Script = proj + "/scripts/test" // the exec
 		}, want: nil},
 		{name: "node --test", build: run("/usr/bin/node", []string{"node", "--test"}, 0, proj+"/test/app.test.js"), want: nil},
 		{name: "python -m unittest", build: run("/usr/bin/python3.12", []string{"python3", "-m", "unittest"}, 0, proj+"/test_app.py"), want: nil},

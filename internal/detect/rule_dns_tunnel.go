@@ -45,10 +45,10 @@ func dnsTunnel(s *run) []Finding {
 	m := map[string]*group{}
 	for i := range s.events {
 		e := s.events[i]
-		if e.Kind != event.KindDNS || e.QName == "" || strings.EqualFold(e.QType, "PTR") {
+		if e.Kind != event.KindDNS || e.QName() == "" || strings.EqualFold(e.QType(), "PTR") {
 			continue
 		}
-		name := strings.ToLower(strings.TrimSuffix(e.QName, "."))
+		name := strings.ToLower(strings.TrimSuffix(e.QName(), "."))
 		if strings.HasSuffix(name, ".arpa") {
 			continue
 		}

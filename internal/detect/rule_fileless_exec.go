@@ -47,7 +47,7 @@ func filelessExec(s *run) []Finding {
 			continue
 		}
 		call, who := s.actor(e)
-		detail := fmt.Sprintf("%s executed %s from %s: `%s`.", who, e.Path, what, excerpt(strings.Join(e.Argv, " "), 160))
+		detail := fmt.Sprintf("%s executed %s from %s: `%s`.", who, e.Path, what, excerpt(strings.Join(e.Argv(), " "), 160))
 		out = append(out, s.finding(s.rule.Severity,
 			"Program executed without a file: "+e.Path, detail, call, []uint64{e.Seq}, false))
 	}

@@ -74,19 +74,19 @@ func frameworkLogDivergence(s *run) []Finding {
 // shows; a negative code is Python's way of saying "killed by signal -code".
 func sameExit(code int, x *event.Event) bool {
 	if code < 0 {
-		return x.Signal == -code
+		return x.Signal() == -code
 	}
-	return x.Signal == 0 && x.ExitCode != nil && *x.ExitCode == code
+	return x.Signal() == 0 && x.ExitCode() != nil && *x.ExitCode() == code
 }
 
 // exitWords says how a process ended, as "exited N" or "was killed by
 // signal N".
 func exitWords(x *event.Event) string {
 	switch {
-	case x.Signal != 0:
-		return fmt.Sprintf("was killed by signal %d", x.Signal)
-	case x.ExitCode != nil:
-		return fmt.Sprintf("exited %d", *x.ExitCode)
+	case x.Signal() != 0:
+		return fmt.Sprintf("was killed by signal %d", x.Signal())
+	case x.ExitCode() != nil:
+		return fmt.Sprintf("exited %d", *x.ExitCode())
 	}
 	return "exited"
 }

@@ -41,10 +41,10 @@ func leftRunning(s *run) []Finding {
 			if ex := im.Process.ExitEvent(); ex != nil && ex.Process != nil {
 				how := "exited"
 				switch {
-				case ex.Signal != 0:
-					how = fmt.Sprintf("was killed by signal %d", ex.Signal)
-				case ex.ExitCode != nil:
-					how = fmt.Sprintf("exited with status %d", *ex.ExitCode)
+				case ex.Signal() != 0:
+					how = fmt.Sprintf("was killed by signal %d", ex.Signal())
+				case ex.ExitCode() != nil:
+					how = fmt.Sprintf("exited with status %d", *ex.ExitCode())
 				}
 				fate = "It " + how + " as tracing stopped (--kill-leftovers ends what is left before tracing stops)."
 				evidence = append(evidence, ex.Seq)

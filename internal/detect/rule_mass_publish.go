@@ -50,7 +50,7 @@ func massPublish(s *run) []Finding {
 	if P > 0 {
 		var cmds []string
 		for _, e := range publishes {
-			cmds = append(cmds, "`"+excerpt(strings.Join(e.Argv, " "), 80)+"`")
+			cmds = append(cmds, "`"+excerpt(strings.Join(e.Argv(), " "), 80)+"`")
 			evidence = append(evidence, e.Seq)
 			calls[s.callOf(e)]++
 		}
@@ -148,7 +148,7 @@ func httpUploads(s *run, publishes []*event.Event) []upload {
 	for _, im := range s.tree.Images() {
 		// The agent reading an artifact with its own tool sends it to the
 		// model, which the transcript shows.
-		if im.Exec == nil || len(im.Exec.Argv) == 0 || pub[im.ID] || s.agent[im.ID] ||
+		if im.Exec == nil || len(im.Exec.Argv()) == 0 || pub[im.ID] || s.agent[im.ID] ||
 			s.tree.HasAncestor(im.ID, func(p *lineage.Image) bool { return pub[p.ID] }) {
 			continue
 		}
@@ -163,11 +163,11 @@ func httpUploads(s *run, publishes []*event.Event) []upload {
 			e, f := s.events[j], &s.byEvent[j]
 			switch {
 			case f.flags&fRead != 0 && u.artifact == "" && uploadArtifact(s, f.path) &&
-				(client || namesArtifact(im.Exec.Argv, e.Path)):
+				(client || namesArtifact(im.Exec.Argv(), e.Path)):
 				u.artifact = e.Path
 				u.seqs = append(u.seqs, e.Seq)
 			case f.flags&fNetSent != 0 && offTree(s.facts, e) && !s.agentOwn(e):
-				u.sent += e.BytesSent
+				u.sent += e.BytesSent()
 				u.seqs = append(u.seqs, e.Seq)
 			}
 		}
@@ -208,7 +208,7 @@ func (s *facts) runsPackageManager(im *lineage.Image) bool {
 		if p.Exec == nil {
 			return false
 		}
-		_, ok := s.pol.PackageManager(p.Exec.Argv)
+		_, ok := s.pol.PackageManager(p.Exec.Argv())
 		return ok
 	}
 	return is(im) || s.tree.HasAncestor(im.ID, is)
@@ -260,7 +260,7 @@ func sentToRegistries(s *run) (sent uint64, seqs []uint64) {
 	for i := range s.byEvent {
 		if s.byEvent[i].flags&fEgress != 0 {
 			e := s.events[i]
-			connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr, e.Port)] = s.peerOf(e)
+			connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr(), e.Port())] = s.peerOf(e)
 		}
 	}
 	for i := range s.byEvent {
@@ -268,12 +268,12 @@ func sentToRegistries(s *run) (sent uint64, seqs []uint64) {
 			continue
 		}
 		e := s.events[i]
-		p, ok := connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr, e.Port)]
+		p, ok := connHost[fmt.Sprintf("%d\x00%s\x00%d", e.PID, e.Addr(), e.Port())]
 		if !ok {
 			p = s.peerOf(e)
 		}
-		if s.pol.IsPublishHost(p.host, e.Addr, e.Port) {
-			sent += e.BytesSent
+		if s.pol.IsPublishHost(p.host, e.Addr(), e.Port()) {
+			sent += e.BytesSent()
 			seqs = append(seqs, e.Seq)
 		}
 	}

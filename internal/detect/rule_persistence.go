@@ -43,7 +43,7 @@ func persistence(s *run) []Finding {
 	out := s.footholdFindings(g, "Persistence planted: ", "was changed")
 	for _, i := range s.execs {
 		e := s.events[i]
-		what, ok := persistenceCommand(e.Argv)
+		what, ok := persistenceCommand(e.Argv())
 		if !ok {
 			continue
 		}
@@ -51,7 +51,7 @@ func persistence(s *run) []Finding {
 		if by := s.installedBy(e.ExecID, append(slices.Clone(hookInstallers), systemInstallers...)); by != "" {
 			sev, note = SeverityLow, "run by a package install ("+by+")"
 		}
-		out = append(out, s.commandFinding(e, sev, note, "Persistence command: "+excerpt(strings.Join(e.Argv, " "), 60), what))
+		out = append(out, s.commandFinding(e, sev, note, "Persistence command: "+excerpt(strings.Join(e.Argv(), " "), 60), what))
 	}
 	return out
 }

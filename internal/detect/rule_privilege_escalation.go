@@ -44,11 +44,11 @@ func privilegeEscalation(s *run) []Finding {
 	for _, i := range s.execs {
 
 		e := s.events[i]
-		if len(e.Argv) < 2 || policy.ProgramName(e.Argv[0]) != "setcap" || e.Argv[1] == "-v" {
+		if len(e.Argv()) < 2 || policy.ProgramName(e.Argv()[0]) != "setcap" || e.Argv()[1] == "-v" {
 			continue
 		}
 		sev, note := byInstall(e)
-		out = append(out, s.commandFinding(e, sev, note, "File capabilities set: "+excerpt(strings.Join(e.Argv, " "), 60),
+		out = append(out, s.commandFinding(e, sev, note, "File capabilities set: "+excerpt(strings.Join(e.Argv(), " "), 60),
 			"gives a program capabilities (ATT&CK T1548, Abuse Elevation Control Mechanism)"))
 	}
 	return out

@@ -70,7 +70,7 @@ func downloadedRun(s *run, e *event.Event, lastWrite func(string) *event.Event, 
 		}
 		call, who := s.actor(e)
 		detail := fmt.Sprintf("%s received bytes from the network, then executed %s from %s: `%s`.",
-			who, e.Path, what, excerpt(strings.Join(e.Argv, " "), 160))
+			who, e.Path, what, excerpt(strings.Join(e.Argv(), " "), 160))
 		fnd := s.finding(s.rule.Severity, "Downloaded code executed from memory: "+e.Path, detail, call,
 			append([]uint64{e.Seq}, got...), false)
 		fnd.execs = []uint64{e.Seq}
@@ -110,7 +110,7 @@ func downloadedRun(s *run, e *event.Event, lastWrite func(string) *event.Event, 
 // network: the kernel shows no pipe, but a shell runs both sides of one
 // as children of the same image, started together.
 func pipedRun(s *run, e *event.Event) (Finding, bool) {
-	if len(e.Argv) == 0 || !stdinInterpreter(e.Argv) {
+	if len(e.Argv()) == 0 || !stdinInterpreter(e.Argv()) {
 		return Finding{}, false
 	}
 	im := s.tree.Image(e.ExecID)
@@ -129,7 +129,7 @@ func pipedRun(s *run, e *event.Event) (Finding, bool) {
 			}
 			call, who := s.actor(e)
 			detail := fmt.Sprintf("%s ran `%s`, an interpreter reading its program from a pipe or file descriptor, beside `%s`, which received bytes from the network: a download piped into an interpreter.",
-				who, excerpt(strings.Join(e.Argv, " "), 100), excerpt(strings.Join(si.Exec.Argv, " "), 100))
+				who, excerpt(strings.Join(e.Argv(), " "), 100), excerpt(strings.Join(si.Exec.Argv(), " "), 100))
 			seqs := append([]uint64{e.Seq, si.Exec.Seq}, got...)
 			fnd := s.finding(s.rule.Severity, "Download piped into `"+path.Base(e.Path)+"`", detail, call, capped(seqs, 50), false)
 			fnd.execs = []uint64{e.Seq}
@@ -184,7 +184,7 @@ func (s *facts) fetched(id string) ([]uint64, bool) {
 			continue
 		}
 		switch {
-		case x.Kind == event.KindNet && x.BytesRecv > 0 && offTree(s, x):
+		case x.Kind == event.KindNet && x.BytesRecv() > 0 && offTree(s, x):
 			seqs = append(seqs, x.Seq)
 		case s.byEvent[j].flags&fEgress != 0 && offTree(s, x):
 			connects = append(connects, x.Seq)
@@ -205,8 +205,8 @@ func (s *facts) fetched(id string) ([]uint64, bool) {
 // the traced tree, other than DNS: loopback counts (a local server the
 // tree does not run is as remote as any), the tree's own servers do not.
 func offTree(s *facts, x *event.Event) bool {
-	a, err := netip.ParseAddr(x.Addr)
-	return err == nil && !a.Unmap().IsUnspecified() && x.Port != 53 && !s.internalLoopback(x)
+	a, err := netip.ParseAddr(x.Addr())
+	return err == nil && !a.Unmap().IsUnspecified() && x.Port() != 53 && !s.internalLoopback(x)
 }
 
 // supersededExecs are the execs remote-code-exec's findings are about:

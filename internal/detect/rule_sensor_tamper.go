@@ -29,8 +29,8 @@ func sensorTamper(s *run) []Finding {
 		}
 		call, who := s.actor(e)
 		sev := s.rule.Severity
-		target := fmt.Sprintf("polygraph (pid %d)", e.TargetPID)
-		switch t := int32(e.TargetPID); {
+		target := fmt.Sprintf("polygraph (pid %d)", e.TargetPID())
+		switch t := int32(e.TargetPID()); {
 		case t == -1:
 			target = "every process, polygraph included"
 		case t == 0:
@@ -42,7 +42,7 @@ func sensorTamper(s *run) []Finding {
 		if e.Failed() {
 			res = fmt.Sprintf("refused (%d)", *e.Result)
 		}
-		detail := fmt.Sprintf("%s sent signal %d to %s with %s: %s.", who, e.Signo, target, e.Method, res)
+		detail := fmt.Sprintf("%s sent signal %d to %s with %s: %s.", who, e.Signo(), target, e.Method(), res)
 		out = append(out, s.finding(sev, "Signal sent to the recorder", detail, call, []uint64{e.Seq}, false))
 	}
 	return out

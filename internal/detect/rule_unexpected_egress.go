@@ -56,10 +56,10 @@ func unexpectedEgress(s *run) []Finding {
 		}
 		name := p.host
 		if name == "" {
-			name = e.Addr
+			name = e.Addr()
 		}
 		blocked := s.byEvent[i].flags&fBlocked != 0
-		key := fmt.Sprintf("%s\x00%s\x00%d\x00%v", s.actorKey(e), name, e.Port, blocked)
+		key := fmt.Sprintf("%s\x00%s\x00%d\x00%v", s.actorKey(e), name, e.Port(), blocked)
 		d := m[key]
 		if d == nil {
 			d = newEgressDest(s, e, p, weak)
@@ -105,19 +105,19 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 		if len(s.dnsByPID[e.PID]) > 0 || s.accepted[e.PID] || s.agentOwn(e) {
 			return "", false
 		}
-		return bytesize(e.BytesSent) + " sent on an unconnected socket", true
-	case f.flags&fNetSent != 0 && (e.Family == "ipv4" || e.Family == "ipv6"):
-		if s.connected[peerKey(e)] || isLoopback(e.Addr) || s.accepted[e.PID] {
+		return bytesize(e.BytesSent()) + " sent on an unconnected socket", true
+	case f.flags&fNetSent != 0 && (e.Family() == "ipv4" || e.Family() == "ipv6"):
+		if s.connected[peerKey(e)] || isLoopback(e.Addr()) || s.accepted[e.PID] {
 			// What a connect already shows, a server's replies, or a send
 			// whose destination the socket did not record.
 			return "", false
 		}
-		return bytesize(e.BytesSent) + " sent", true
-	case e.Kind == event.KindDNS && e.Addr != "" && !s.connected[peerKey(e)]:
-		if e.QName == "" {
+		return bytesize(e.BytesSent()) + " sent", true
+	case e.Kind == event.KindDNS && e.Addr() != "" && !s.connected[peerKey(e)]:
+		if e.QName() == "" {
 			return "data to port 53 that is not a DNS query", true
 		}
-		return "a DNS query for " + e.QName, true
+		return "a DNS query for " + e.QName(), true
 	}
 	return "", false
 }
@@ -125,7 +125,7 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 // unrecordedPeer reports whether net event e's peer is the unspecified
 // address, port 0: the counter of an unconnected socket.
 func unrecordedPeer(e *event.Event) bool {
-	return e.Kind == event.KindNet && e.Port == 0 && (e.Addr == "0.0.0.0" || e.Addr == "::")
+	return e.Kind == event.KindNet && e.Port() == 0 && (e.Addr() == "0.0.0.0" || e.Addr() == "::")
 }
 
 // newEgressDest starts the destination of event e, named p.
@@ -138,7 +138,7 @@ func newEgressDest(s *run, e *event.Event, p peer, weak bool) *egressDest {
 	switch {
 	case weak:
 		d.low, d.weak, d.why = true, true, "only a DNS query the process made just before names it "+p.host+": no recorded answer or hosts entry ties the address to that name, so it may have connected anywhere"
-	case s.attr == nil && s.agent[e.ExecID] && isLoopback(e.Addr):
+	case s.attr == nil && s.agent[e.ExecID] && isLoopback(e.Addr()):
 		// Without a transcript the agent's own loopback connection is
 		// most likely the model endpoint it was configured with.
 		d.low, d.why = true, "it is the agent's own connection to loopback, most likely the model endpoint it was configured with (allow it with egress.allow or policy.AllowAgentEndpoints)"
@@ -206,8 +206,8 @@ func bytesSentAfter(s *run, from uint64, ok bool) map[pidPeer]uint64 {
 			continue
 		}
 		k := peerKey(e)
-		if e.BytesSent > 0 && read != nil && e.TS.After(read.TS) {
-			out[k] += e.BytesSent
+		if e.BytesSent() > 0 && read != nil && e.TS.After(read.TS) {
+			out[k] += e.BytesSent()
 		} else if _, seen := out[k]; !seen {
 			out[k] = 0
 		}

@@ -30,13 +30,13 @@ func unexpectedProgram(s *run) []Finding {
 			continue
 		}
 		e := s.events[i]
-		names := policy.ProgramNames(e.Path, e.Argv)
+		names := policy.ProgramNames(e.Path, e.Argv())
 		if len(names) == 0 || s.pol.AllowedProgram(names) {
 			continue
 		}
 		call, who := s.actor(e)
 		g.add(names[0]+"\x00"+s.actorKey(e), func() *accessGroup {
-			return &accessGroup{path: names[0], who: who, call: call, note: excerpt(strings.Join(e.Argv, " "), 120)}
+			return &accessGroup{path: names[0], who: who, call: call, note: excerpt(strings.Join(e.Argv(), " "), 120)}
 		}, e.Seq)
 	}
 	var out []Finding

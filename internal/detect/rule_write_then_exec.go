@@ -63,14 +63,14 @@ func writeThenExec(s *run) []Finding {
 // a #! script's exec as its interpreter with the script as argv[1].
 func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target string, viaInterp bool) {
 	target = e.Path
-	if e.Script != "" && lastWrite(e.Script) != nil {
+	if e.Script() != "" && lastWrite(e.Script()) != nil {
 		// The sensor names the script a #! interpreter runs.
-		return e.Script, true
+		return e.Script(), true
 	}
 	if lastWrite(target) == nil {
-		if sa := policy.ScriptArg(e.Argv); sa != "" {
+		if sa := policy.ScriptArg(e.Argv()); sa != "" {
 			if !path.IsAbs(sa) {
-				sa = path.Join(e.Cwd, sa)
+				sa = path.Join(e.Cwd(), sa)
 			}
 			return path.Clean(sa), true
 		}
@@ -164,7 +164,7 @@ func downloaded(s *run, w *event.Event) bool {
 	}
 	if p := s.tree.Image(w.ExecID); p != nil {
 		for _, j := range p.Events {
-			if x := s.events[j]; s.byEvent[j].flags&(fEgress|fOwn) == fEgress && x.Port != 53 && x.Seq < w.Seq {
+			if x := s.events[j]; s.byEvent[j].flags&(fEgress|fOwn) == fEgress && x.Port() != 53 && x.Seq < w.Seq {
 				return true
 			}
 		}

@@ -48,7 +48,7 @@ func (s *facts) summarize(imgs []*lineage.Image, keep func(*event.Event) bool) t
 			}
 			switch {
 			case f.flags&fExec != 0:
-				sum.execs = append(sum.execs, "`"+excerpt(strings.Join(e.Argv, " "), 100)+"`")
+				sum.execs = append(sum.execs, "`"+excerpt(strings.Join(e.Argv(), " "), 100)+"`")
 				sum.seqs = append(sum.seqs, e.Seq)
 			case f.flags&fEgress != 0:
 				pr := s.peerOf(e)

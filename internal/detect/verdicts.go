@@ -49,7 +49,7 @@ func verdictFindings(s *run, rule string) []Finding {
 				continue
 			}
 			call, who := s.actor(e)
-			detail := fmt.Sprintf("%s ran it (`%s`): %s.", who, excerpt(strings.Join(e.Argv, " "), 160), f.Detail)
+			detail := fmt.Sprintf("%s ran it (`%s`): %s.", who, excerpt(strings.Join(e.Argv(), " "), 160), f.Detail)
 			seen[key] = len(out)
 			sev := Severity(f.Severity)
 			out = append(out, s.finding(sev, f.Title, detail, call, []uint64{e.Seq}, sev.Rank() > s.rule.Severity.Rank()))

@@ -36,8 +36,8 @@ func (s *facts) learnHomes() {
 		}
 		h := int32(0)
 		switch {
-		case im.Exec != nil && im.Exec.Home != "":
-			h = s.homeIndex(im.Exec.Home)
+		case im.Exec != nil && im.Exec.Home() != "":
+			h = s.homeIndex(im.Exec.Home())
 		case im.Parent != nil && depth < len(imgs):
 			h = of(im.Parent, depth+1)
 		}
@@ -115,22 +115,22 @@ func (s *facts) execNames(e *event.Event) []string {
 		}
 	}
 	add(e.Path)
-	if len(e.Argv) == 0 {
+	if len(e.Argv()) == 0 {
 		return out
 	}
-	resolved := append([]string{e.Path}, e.Argv[1:]...) // the program, not what argv[0] says
+	resolved := append([]string{e.Path}, e.Argv()[1:]...) // the program, not what argv[0] says
 	switch {
-	case e.Script != "":
-		add(e.Script)
+	case e.Script() != "":
+		add(e.Script())
 	default:
 		if sa := policy.ScriptArg(resolved); sa != "" {
 			if !path.IsAbs(sa) {
-				sa = path.Join(e.Cwd, sa)
+				sa = path.Join(e.Cwd(), sa)
 			}
 			add(path.Clean(sa))
 		}
 	}
-	if mod := pythonModule(resolved); mod != "" && !s.shadowed(mod, e.Cwd) && !slices.Contains(out, mod) {
+	if mod := pythonModule(resolved); mod != "" && !s.shadowed(mod, e.Cwd()) && !slices.Contains(out, mod) {
 		out = append(out, mod)
 	}
 	return out

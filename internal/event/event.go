@@ -126,8 +126,8 @@ func Ptr[T any](v T) *T { return &v }
 // Process holds the fields of exec, fork and exit events. Event embeds
 // it by pointer, so the million open events of a busy session do not
 // carry them: an Event is 224 bytes instead of 496. The kinds it belongs
-// to always have it (NewEvent); reading its fields through an Event of
-// another kind panics, so code asks the kind first.
+// to always have it (NewEvent); an Event of another kind has none, and its
+// accessors (accessors.go) then read the zero value.
 type Process struct {
 	// exec
 	Argv          []string `json:"argv,omitempty"`
@@ -289,15 +289,6 @@ type Ring struct {
 // ViaRing is the value of Ring.Via.
 const ViaRing = "io_uring"
 
-// Via names the channel e's operation went through: "io_uring", or ""
-// for a syscall.
-func (e *Event) Via() string {
-	if e.Ring == nil {
-		return ""
-	}
-	return e.Ring.Via
-}
-
 // New returns an event of kind k with the field groups k carries.
 func New(k Kind) *Event {
 	e := &Event{Kind: k}
@@ -333,5 +324,5 @@ func (e *Event) Args() []string {
 	if e.Process == nil {
 		return nil
 	}
-	return e.Argv
+	return e.Argv()
 }

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -34,7 +35,7 @@ func TestNewGivesTheKindsGroups(t *testing.T) {
 // The groups are embedded, so JSON stays flat (the CLI/JSON contract).
 func TestJSONFlat(t *testing.T) {
 	e := New(KindConnect)
-	e.Addr, e.Port = "192.0.2.1", 443
+	e.Network.Addr, e.Network.Port = "192.0.2.1", 443
 	e.Result = Ptr(int64(0))
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -51,7 +52,7 @@ func TestJSONFlat(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Network == nil || back.Addr != "192.0.2.1" || back.Process != nil {
+	if back.Network == nil || back.Addr() != "192.0.2.1" || back.Process != nil {
 		t.Errorf("round trip: %+v", back)
 	}
 }
@@ -111,5 +112,45 @@ func TestInSeqOrder(t *testing.T) {
 	}
 	if in[0] != c {
 		t.Error("the caller's slice was reordered")
+	}
+}
+
+// TestAccessors: every field of every embedded group has an accessor of
+// the same name and type on *Event, and reading it through an event that
+// lacks the group gives the zero value, not a panic.
+func TestAccessors(t *testing.T) {
+	et := reflect.TypeOf(Event{})
+	bare := reflect.ValueOf(&Event{Kind: KindOpen})
+	groups := 0
+	for i := 0; i < et.NumField(); i++ {
+		f := et.Field(i)
+		if !f.Anonymous || f.Type.Kind() != reflect.Pointer {
+			continue
+		}
+		groups++
+		gt := f.Type.Elem()
+		for j := 0; j < gt.NumField(); j++ {
+			gf := gt.Field(j)
+			m := bare.MethodByName(gf.Name)
+			if !m.IsValid() {
+				t.Errorf("%s.%s has no accessor on *Event", f.Name, gf.Name)
+				continue
+			}
+			if m.Type().NumIn() != 0 || m.Type().NumOut() != 1 || m.Type().Out(0) != gf.Type {
+				t.Errorf("accessor %s is %s, want func() %s", gf.Name, m.Type(), gf.Type)
+				continue
+			}
+			if out := m.Call(nil)[0]; !out.IsZero() {
+				t.Errorf("%s() on an event without %s = %v, want the zero value", gf.Name, f.Name, out)
+			}
+		}
+	}
+	if groups < 5 {
+		t.Errorf("%d embedded groups, want at least 5 (Process, Object, Network, Call, Ring)", groups)
+	}
+	e := New(KindExec)
+	e.Process.Argv = []string{"sh"}
+	if got := e.Argv(); len(got) != 1 || got[0] != "sh" {
+		t.Errorf("Argv() = %q, want the group's", got)
 	}
 }

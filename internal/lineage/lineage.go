@@ -153,8 +153,8 @@ func (b *Builder) Add(i int32, e *event.Event) *Image {
 	}
 	switch e.Kind {
 	case event.KindFork:
-		if e.ChildExecID != "" {
-			c := t.get(e.ChildExecID, e.ChildPID, e)
+		if e.ChildExecID() != "" {
+			c := t.get(e.ChildExecID(), e.ChildPID(), e)
 			c.ParentID = e.ExecID
 			c.Fork = e
 		}
@@ -318,8 +318,8 @@ func (t *Tree) Describe(id string) string {
 	}
 	cmd := im.Comm
 	if e := t.ExecOf(id); e != nil {
-		if len(e.Argv) > 0 {
-			cmd = strings.Join(e.Argv, " ")
+		if len(e.Argv()) > 0 {
+			cmd = strings.Join(e.Argv(), " ")
 		} else {
 			cmd = e.Path
 		}
@@ -391,5 +391,5 @@ func (t *Tree) Duration(id string) (d time.Duration, ok bool) {
 	if start != nil && !start.TS.IsZero() && !im.Exit.TS.IsZero() {
 		return im.Exit.TS.Sub(start.TS), true
 	}
-	return time.Duration(im.Exit.DurationNS), true
+	return time.Duration(im.Exit.DurationNS()), true
 }

@@ -31,10 +31,10 @@ func newSession() *session {
 		return e
 	}
 	fork := func(ms int, pid uint32, id string, child uint32, cid string) *event.Event {
-		return add(ms, event.KindFork, pid, id, "", func(e *event.Event) { e.ChildPID, e.ChildExecID = child, cid })
+		return add(ms, event.KindFork, pid, id, "", func(e *event.Event) { e.Process.ChildPID, e.Process.ChildExecID = child, cid })
 	}
 	exec := func(ms int, pid uint32, id, parent string, argv ...string) *event.Event {
-		return add(ms, event.KindExec, pid, id, parent, func(e *event.Event) { e.Path, e.Argv = "/bin/"+argv[0], argv })
+		return add(ms, event.KindExec, pid, id, parent, func(e *event.Event) { e.Path, e.Process.Argv = "/bin/"+argv[0], argv })
 	}
 	s.agent = exec(0, 10, "10-a", "10-shim", "agent", "-p", "fix it")
 	add(1, event.KindOpen, 10, "10-a", "10-shim", nil)
@@ -45,7 +45,7 @@ func newSession() *session {
 	add(8, event.KindOpen, 30, "30-f", "20-b", nil)
 	fork(9, 20, "20-b", 40, "40-f")
 	s.cat = exec(10, 40, "40-c", "40-f", "cat", "x")
-	s.exit30 = add(20, event.KindExit, 30, "30-f", "20-b", func(e *event.Event) { e.DurationNS = 7 })
+	s.exit30 = add(20, event.KindExit, 30, "30-f", "20-b", func(e *event.Event) { e.Process.DurationNS = 7 })
 	add(30, event.KindExit, 20, "20-b", "20-f", nil)
 	return s
 }
@@ -125,7 +125,7 @@ func TestQueries(t *testing.T) {
 	if tr.ExecOf("30-f") != s.bash || tr.ExecOf("20-f") != s.agent || tr.ExecOf("40-c") != s.cat || tr.ExecOf("nope") != nil {
 		t.Error("ExecOf")
 	}
-	argv0 := func(e *event.Event) []string { return e.Argv[:1] }
+	argv0 := func(e *event.Event) []string { return e.Argv()[:1] }
 	if got := tr.Names("30-f", argv0); !slices.Equal(got, []string{"bash"}) {
 		t.Errorf("names %v", got)
 	}

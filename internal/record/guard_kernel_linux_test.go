@@ -190,7 +190,9 @@ func TestLeftoverReadAttributed(t *testing.T) {
 		t.Errorf("no linger notice: %q", notices.String())
 	}
 	root := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.PID == uint32(res.Meta.RootPID) })
-	call := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExec && len(e.Argv) == 3 && e.Argv[2] == inner })
+	call := find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindExec && len(e.Argv()) == 3 && e.Argv()[2] == inner
+	})
 	read := find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == p.path })
 	if root == nil || call == nil || read == nil {
 		t.Fatalf("root exit %v, call exec %v, read %v", root, call, read)
@@ -237,7 +239,7 @@ func TestKillLeftovers(t *testing.T) {
 	if running(int(pid)) {
 		t.Errorf("leftover %d still running", pid)
 	}
-	if e := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.PID == pid }); e == nil || e.Signal != 15 {
+	if e := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.PID == pid }); e == nil || e.Signal() != 15 {
 		t.Errorf("exit of the leftover %+v, want SIGTERM", e)
 	}
 	for _, want := range []string{"waiting up to 300ms for 1 process the command left running", "ending 1 process"} {

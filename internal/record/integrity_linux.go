@@ -70,7 +70,7 @@ func (x *execCheck) submit(ev *event.Event) {
 	if x == nil || ev.Kind != event.KindExec || ev.Process == nil {
 		return
 	}
-	x.pool.Submit(integrity.Request{ExecID: ev.ExecID, PID: ev.PID, Path: ev.Path, Argv: ev.Argv, Cwd: ev.Cwd, Script: ev.Script})
+	x.pool.Submit(integrity.Request{ExecID: ev.ExecID, PID: ev.PID, Path: ev.Path, Argv: ev.Argv(), Cwd: ev.Cwd(), Script: ev.Script()})
 }
 
 // store is the pool's delivery: each verdict becomes a session row.

@@ -83,8 +83,8 @@ func TestRecordExecVerdicts(t *testing.T) {
 			t.Errorf("exec %s (%s) has no verdict", id, e.Path)
 			continue
 		}
-		if v.SHA256 == "" || e.SHA256 != v.SHA256 {
-			t.Errorf("exec %s: event sha256 %q, verdict %+v", e.Path, e.SHA256, v)
+		if v.SHA256 == "" || e.SHA256() != v.SHA256 {
+			t.Errorf("exec %s: event sha256 %q, verdict %+v", e.Path, e.SHA256(), v)
 		}
 		switch e.Path {
 		case filepath.Join(bin, "true"):
@@ -95,8 +95,8 @@ func TestRecordExecVerdicts(t *testing.T) {
 		case python:
 			sawPython = true
 			s, ok := byExec[id]["script"]
-			if !ok || s.Path != script || e.ScriptSHA256 == "" || e.ScriptSHA256 != s.SHA256 {
-				t.Errorf("python3 x.py: script verdict %+v, event script_sha256 %q", s, e.ScriptSHA256)
+			if !ok || s.Path != script || e.ScriptSHA256() == "" || e.ScriptSHA256() != s.SHA256 {
+				t.Errorf("python3 x.py: script verdict %+v, event script_sha256 %q", s, e.ScriptSHA256())
 			}
 		}
 	}

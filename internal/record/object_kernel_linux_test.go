@@ -127,40 +127,40 @@ func TestOpenRecordsTheObject(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			reader := findLast(evs, func(e *event.Event) bool { // the last: after ln, which names it too
-				return e.Kind == event.KindExec && len(e.Argv) > 1 && strings.HasSuffix(" "+e.Argv[len(e.Argv)-1], c.reader) &&
-					!strings.HasPrefix(e.Argv[len(e.Argv)-1], "-") // not the sh -c of "parent's fd"
+				return e.Kind == event.KindExec && len(e.Argv()) > 1 && strings.HasSuffix(" "+e.Argv()[len(e.Argv())-1], c.reader) &&
+					!strings.HasPrefix(e.Argv()[len(e.Argv())-1], "-") // not the sh -c of "parent's fd"
 			})
 			if reader == nil {
 				t.Fatalf("no exec whose last argument ends in %q", c.reader)
 			}
 			requested := c.requested
 			if requested == "" {
-				requested = reader.Argv[len(reader.Argv)-1]
+				requested = reader.Argv()[len(reader.Argv())-1]
 			}
 			open := find(evs, func(e *event.Event) bool {
 				if e.Kind != event.KindOpen || e.ExecID != reader.ExecID || e.Failed() || e.Object == nil {
 					return false
 				}
-				return e.PathRequested == requested || e.PathRequested == "" && e.Path == requested
+				return e.PathRequested() == requested || e.PathRequested() == "" && e.Path == requested
 			})
 			if open == nil {
-				t.Fatalf("no open of %q by %v", requested, reader.Argv)
+				t.Fatalf("no open of %q by %v", requested, reader.Argv())
 			}
 			if open.Path != c.path {
 				t.Errorf("path = %q, want %q", open.Path, c.path)
 			}
-			if open.Dev != pl.dev || open.Ino != pl.ino {
-				t.Errorf("identity = %d:%d, want %d:%d (stat of the planted file)", open.Dev, open.Ino, pl.dev, pl.ino)
+			if open.Dev() != pl.dev || open.Ino() != pl.ino {
+				t.Errorf("identity = %d:%d, want %d:%d (stat of the planted file)", open.Dev(), open.Ino(), pl.dev, pl.ino)
 			}
-			if open.FileType != "file" || open.Nlink != c.nlink {
-				t.Errorf("file type %q nlink %d, want file, %d", open.FileType, open.Nlink, c.nlink)
+			if open.FileType() != "file" || open.Nlink() != c.nlink {
+				t.Errorf("file type %q nlink %d, want file, %d", open.FileType(), open.Nlink(), c.nlink)
 			}
 			wantReq := requested
 			if requested == c.path {
 				wantReq = ""
 			}
-			if open.PathRequested != wantReq || open.PathDiffers != c.differs {
-				t.Errorf("path_requested %q path_differs %q, want %q %q", open.PathRequested, open.PathDiffers, wantReq, c.differs)
+			if open.PathRequested() != wantReq || open.PathDiffers() != c.differs {
+				t.Errorf("path_requested %q path_differs %q, want %q %q", open.PathRequested(), open.PathDiffers(), wantReq, c.differs)
 			}
 		})
 	}
@@ -190,12 +190,12 @@ func TestCreatThroughSymlink(t *testing.T) {
 	_, evs := recordScript(t, dir, self+" __creat "+link, 0)
 	id := statID(t, target)
 	e := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindOpen && e.Object != nil && e.PathRequested == link
+		return e.Kind == event.KindOpen && e.Object != nil && e.PathRequested() == link
 	})
 	if e == nil {
 		t.Fatalf("no open with path_requested %s", link)
 	}
-	if e.Path != target || e.Dev != id.dev || e.Ino != id.ino || e.PathDiffers != "symlink" || !strings.Contains(e.Access, "create") {
+	if e.Path != target || e.Dev() != id.dev || e.Ino() != id.ino || e.PathDiffers() != "symlink" || !strings.Contains(e.Access, "create") {
 		t.Errorf("creat through a symlink: %+v %+v, want path %s identity %d:%d", e, e.Object, target, id.dev, id.ino)
 	}
 }
@@ -288,7 +288,7 @@ func TestOpenPathRace(t *testing.T) {
 	}
 	var opens []*event.Event
 	for _, e := range evs {
-		if e.Kind == event.KindOpen && e.Comm == "race" && !e.Failed() && e.Object != nil && paths[e.Ino] != "" {
+		if e.Kind == event.KindOpen && e.Comm == "race" && !e.Failed() && e.Object != nil && paths[e.Ino()] != "" {
 			opens = append(opens, e)
 		}
 	}
@@ -297,10 +297,10 @@ func TestOpenPathRace(t *testing.T) {
 	}
 	forged := 0 // opens where the string at sys_exit named the other file
 	for i, e := range opens {
-		if e.Ino != got[i] || e.Path != paths[got[i]] {
-			t.Fatalf("open %d: recorded %s (ino %d), the fd is ino %d (%s)", i, e.Path, e.Ino, got[i], paths[got[i]])
+		if e.Ino() != got[i] || e.Path != paths[got[i]] {
+			t.Fatalf("open %d: recorded %s (ino %d), the fd is ino %d (%s)", i, e.Path, e.Ino(), got[i], paths[got[i]])
 		}
-		if e.PathRequested != "" {
+		if e.PathRequested() != "" {
 			forged++
 		}
 	}
@@ -317,25 +317,25 @@ func TestExecDeleted(t *testing.T) {
 	}
 	_, evs := recordScript(t, t.TempDir(), self+" __fexec; "+self+" __memfd; /bin/true", 0)
 	del := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindExec && len(e.Argv) == 1 && e.Argv[0] == "deltrue"
+		return e.Kind == event.KindExec && len(e.Argv()) == 1 && e.Argv()[0] == "deltrue"
 	})
 	if del == nil {
 		t.Fatal("no exec of the deleted copy of /bin/true")
 	}
-	if !del.Deleted || !strings.HasSuffix(del.Path, "/deltrue") {
-		t.Errorf("exec of the deleted file: deleted %v path %q, want true, .../deltrue", del.Deleted, del.Path)
+	if !del.Deleted() || !strings.HasSuffix(del.Path, "/deltrue") {
+		t.Errorf("exec of the deleted file: deleted %v path %q, want true, .../deltrue", del.Deleted(), del.Path)
 	}
 	// a memfd has no link from the start
 	mem := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindExec && len(e.Argv) == 1 && e.Argv[0] == "memtrue"
+		return e.Kind == event.KindExec && len(e.Argv()) == 1 && e.Argv()[0] == "memtrue"
 	})
-	if mem == nil || !mem.Deleted {
+	if mem == nil || !mem.Deleted() {
 		t.Errorf("exec from a memfd = %+v, want deleted", mem)
 	}
 	normal := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindExec && len(e.Argv) == 1 && e.Argv[0] == "/bin/true"
+		return e.Kind == event.KindExec && len(e.Argv()) == 1 && e.Argv()[0] == "/bin/true"
 	})
-	if normal == nil || normal.Deleted {
+	if normal == nil || normal.Deleted() {
 		t.Errorf("exec of /bin/true = %+v, want one not deleted", normal)
 	}
 }

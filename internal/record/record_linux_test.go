@@ -165,15 +165,17 @@ exit 3
 	if res.ExitCode == nil || *res.ExitCode != 3 {
 		t.Errorf("exit code = %v, want 3", res.ExitCode)
 	}
-	root := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExec && len(e.Argv) > 2 && e.Argv[2] == script })
+	root := find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindExec && len(e.Argv()) > 2 && e.Argv()[2] == script
+	})
 	if root == nil {
 		t.Fatal("no exec event for the root sh with its whole argv")
 	}
-	if root.Cwd != dir {
-		t.Errorf("root cwd = %q, want %q", root.Cwd, dir)
+	if root.Cwd() != dir {
+		t.Errorf("root cwd = %q, want %q", root.Cwd(), dir)
 	}
 	rootExit := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.PID == root.PID })
-	if rootExit == nil || rootExit.ExitCode == nil || *rootExit.ExitCode != 3 {
+	if rootExit == nil || rootExit.ExitCode() == nil || *rootExit.ExitCode() != 3 {
 		t.Errorf("root exit event = %+v, want exit_code 3", rootExit)
 	}
 
@@ -200,28 +202,28 @@ exit 3
 			return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "sub", "missing.txt") && e.Result != nil && *e.Result == -2
 		}},
 		{"connect ipv4", func(e *event.Event) bool {
-			return e.Kind == event.KindConnect && e.Family == "ipv4" && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v4 && e.Proto == "tcp"
+			return e.Kind == event.KindConnect && e.Family() == "ipv4" && net.JoinHostPort(e.Addr(), fmt.Sprint(e.Port())) == v4 && e.Proto() == "tcp"
 		}},
 		{"connect ipv6", func(e *event.Event) bool {
-			return e.Kind == event.KindConnect && e.Family == "ipv6" && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v6
+			return e.Kind == event.KindConnect && e.Family() == "ipv6" && net.JoinHostPort(e.Addr(), fmt.Sprint(e.Port())) == v6
 		}},
 		{"dns query name", func(e *event.Event) bool {
-			return e.Kind == event.KindDNS && e.QName == "polygraph-test.example" && e.Addr == "127.0.0.1" && e.Port == 53
+			return e.Kind == event.KindDNS && e.QName() == "polygraph-test.example" && e.Addr() == "127.0.0.1" && e.Port() == 53
 		}},
 		{"a script run through its interpreter names the script", func(e *event.Event) bool {
-			return e.Kind == event.KindExec && e.Script == filepath.Join(dir, "sub", "tool.sh") && strings.HasSuffix(e.Path, "sh")
+			return e.Kind == event.KindExec && e.Script() == filepath.Join(dir, "sub", "tool.sh") && strings.HasSuffix(e.Path, "sh")
 		}},
 		{"exec from a memfd names the memfd", func(e *event.Event) bool {
-			return e.Kind == event.KindExec && strings.HasPrefix(e.Path, "/memfd:polygraph-test") && len(e.Argv) == 1 && e.Argv[0] == "memtrue"
+			return e.Kind == event.KindExec && strings.HasPrefix(e.Path, "/memfd:polygraph-test") && len(e.Argv()) == 1 && e.Argv()[0] == "memtrue"
 		}},
 		{"bind to loopback", func(e *event.Event) bool {
-			return e.Kind == event.KindBind && e.Family == "ipv4" && e.Addr == "127.0.0.1" && *e.Result == 0
+			return e.Kind == event.KindBind && e.Family() == "ipv4" && e.Addr() == "127.0.0.1" && *e.Result == 0
 		}},
 		{"accept from loopback", func(e *event.Event) bool {
-			return e.Kind == event.KindAccept && e.Family == "ipv4" && e.Addr == "127.0.0.1" && *e.Result >= 0 && e.Proto == "tcp"
+			return e.Kind == event.KindAccept && e.Family() == "ipv4" && e.Addr() == "127.0.0.1" && *e.Result >= 0 && e.Proto() == "tcp"
 		}},
 		{"bytes to the ipv4 peer", func(e *event.Event) bool {
-			return e.Kind == event.KindNet && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v4 && e.BytesSent >= 6
+			return e.Kind == event.KindNet && net.JoinHostPort(e.Addr(), fmt.Sprint(e.Port())) == v4 && e.BytesSent() >= 6
 		}},
 		{"grandchild outliving its parent writes late.txt", func(e *event.Event) bool {
 			return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "late.txt") && strings.Contains(e.Access, "write")
@@ -235,7 +237,7 @@ exit 3
 	// A process's byte counters become a net event when it exits (the
 	// kernel flags its exit record), not only when tracing stops.
 	netAt := slices.IndexFunc(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindNet && net.JoinHostPort(e.Addr, fmt.Sprint(e.Port)) == v4
+		return e.Kind == event.KindNet && net.JoinHostPort(e.Addr(), fmt.Sprint(e.Port())) == v4
 	})
 	if rootAt := slices.Index(evs, rootExit); netAt >= 0 && rootAt >= 0 && netAt > rootAt {
 		t.Errorf("the tcp4 client's bytes came at event %d, after the root's exit (%d): not drained at the client's exit", netAt, rootAt)
@@ -265,7 +267,7 @@ exit 3
 				parents[e.ExecID] = e.ParentExecID
 			}
 			if e.Kind == event.KindFork {
-				parents[e.ChildExecID] = e.ExecID
+				parents[e.ChildExecID()] = e.ExecID
 			}
 		}
 		id, steps := late.ExecID, 0
@@ -328,7 +330,7 @@ func TestRecordKilledCommand(t *testing.T) {
 	if res.ExitCode == nil || *res.ExitCode != 128+9 {
 		t.Errorf("exit code = %v, want 137", res.ExitCode)
 	}
-	if find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.Signal == 9 }) == nil {
+	if find(evs, func(e *event.Event) bool { return e.Kind == event.KindExit && e.Signal() == 9 }) == nil {
 		t.Error("no exit event with signal 9")
 	}
 	if find(evs, func(e *event.Event) bool {

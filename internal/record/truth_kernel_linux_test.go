@@ -154,8 +154,8 @@ func TestConnectRace(t *testing.T) {
 		t.Fatalf("%d successful connects recorded, the program made %d", len(connects), len(got))
 	}
 	for i, e := range connects {
-		if e.Port != got[i] || e.Addr != "127.0.0.1" || e.AddrUser {
-			t.Fatalf("connect %d: recorded %s:%d (addr_user %v), the socket reached port %d", i, e.Addr, e.Port, e.AddrUser, got[i])
+		if e.Port() != got[i] || e.Addr() != "127.0.0.1" || e.AddrUser() {
+			t.Fatalf("connect %d: recorded %s:%d (addr_user %v), the socket reached port %d", i, e.Addr(), e.Port(), e.AddrUser(), got[i])
 		}
 	}
 }
@@ -187,7 +187,7 @@ func TestSendDestinations(t *testing.T) {
 	t.Run("udp", func(t *testing.T) {
 		var sends []*event.Event
 		for _, e := range evs {
-			if e.Kind == event.KindSend && e.Comm == "tricks" && e.Port == uint16(udp) {
+			if e.Kind == event.KindSend && e.Comm == "tricks" && e.Port() == uint16(udp) {
 				sends = append(sends, e)
 			}
 		}
@@ -195,32 +195,32 @@ func TestSendDestinations(t *testing.T) {
 			t.Fatalf("%d send events to 127.0.0.1:%d, want 1 (the first of six)", len(sends), udp)
 		}
 		s := sends[0]
-		if s.Addr != "127.0.0.1" || s.Proto != "udp" || !s.AddrUser || s.Result == nil || *s.Result != 10 {
+		if s.Addr() != "127.0.0.1" || s.Proto() != "udp" || !s.AddrUser() || s.Result == nil || *s.Result != 10 {
 			t.Errorf("send = %+v %+v, want 127.0.0.1 udp addr_user, 10 bytes", s, s.Network)
 		}
 		n := find(evs, func(e *event.Event) bool {
-			return e.Kind == event.KindNet && e.PID == s.PID && e.Port == uint16(udp)
+			return e.Kind == event.KindNet && e.PID == s.PID && e.Port() == uint16(udp)
 		})
-		if n == nil || n.Addr != "127.0.0.1" || n.BytesSent != 60 {
+		if n == nil || n.Addr() != "127.0.0.1" || n.BytesSent() != 60 {
 			t.Errorf("net event of the peer = %+v, want 60 bytes sent to 127.0.0.1", n)
 		}
 		if z := find(evs, func(e *event.Event) bool {
-			return e.Kind == event.KindNet && e.PID == s.PID && e.Addr == "0.0.0.0"
+			return e.Kind == event.KindNet && e.PID == s.PID && e.Addr() == "0.0.0.0"
 		}); z != nil {
 			t.Errorf("bytes still counted against 0.0.0.0: %+v", z.Network)
 		}
 	})
 	t.Run("sendmmsg", func(t *testing.T) {
 		for p := many; p < many+5; p++ {
-			s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSend && e.Port == uint16(p) })
-			if s == nil || s.Addr != "127.0.0.1" || s.Result == nil || *s.Result != 10 {
+			s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSend && e.Port() == uint16(p) })
+			if s == nil || s.Addr() != "127.0.0.1" || s.Result == nil || *s.Result != 10 {
 				t.Errorf("send to port %d (message %d of one sendmmsg) = %+v, want 10 bytes to 127.0.0.1", p, p-many+1, s)
 			}
 		}
 	})
 	t.Run("raw", func(t *testing.T) {
-		s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSend && e.Addr == "127.0.0.2" })
-		if s == nil || s.Proto != "raw:icmp" || s.Result == nil || *s.Result != 8 {
+		s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSend && e.Addr() == "127.0.0.2" })
+		if s == nil || s.Proto() != "raw:icmp" || s.Result == nil || *s.Result != 8 {
 			t.Fatalf("raw send = %+v, want one to 127.0.0.2, raw:icmp, 8 bytes", s)
 		}
 	})
@@ -228,8 +228,8 @@ func TestSendDestinations(t *testing.T) {
 		if !tfoOK {
 			t.Skip("net.ipv4.tcp_fastopen has no client bit")
 		}
-		c := find(evs, func(e *event.Event) bool { return e.Kind == event.KindConnect && e.Port == uint16(tfo) })
-		if c == nil || !c.FastOpen || c.AddrUser || c.Addr != "127.0.0.1" || c.Proto != "tcp" {
+		c := find(evs, func(e *event.Event) bool { return e.Kind == event.KindConnect && e.Port() == uint16(tfo) })
+		if c == nil || !c.FastOpen() || c.AddrUser() || c.Addr() != "127.0.0.1" || c.Proto() != "tcp" {
 			t.Fatalf("fast open connect = %+v, want fastopen to 127.0.0.1 from the socket", c)
 		}
 	})
@@ -246,12 +246,12 @@ func TestOpenByHandle(t *testing.T) {
 		t.Errorf("handle event = %+v, want %s", h, pl.path)
 	}
 	o := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindOpen && e.Comm == "tricks" && e.Object != nil && e.PathDiffers == "handle"
+		return e.Kind == event.KindOpen && e.Comm == "tricks" && e.Object != nil && e.PathDiffers() == "handle"
 	})
 	if o == nil {
 		t.Fatal("no open with path_differs handle")
 	}
-	if o.Path != pl.path || o.Dev != pl.dev || o.Ino != pl.ino || o.PathRequested != "" || o.Access != "read" {
+	if o.Path != pl.path || o.Dev() != pl.dev || o.Ino() != pl.ino || o.PathRequested() != "" || o.Access != "read" {
 		t.Errorf("open by handle = %+v %+v, want %s %d:%d", o, o.Object, pl.path, pl.dev, pl.ino)
 	}
 }
@@ -284,13 +284,13 @@ func TestUnixPeer(t *testing.T) {
 		pid    int
 		inTree bool
 	}{{out, l.Process.Pid, false}, {in, 0, true}} {
-		e := find(evs, func(e *event.Event) bool { return e.Kind == event.KindConnect && e.Addr == c.path })
+		e := find(evs, func(e *event.Event) bool { return e.Kind == event.KindConnect && e.Addr() == c.path })
 		if e == nil {
 			t.Errorf("no connect to %s", c.path)
 			continue
 		}
-		if e.PeerPID == 0 || c.pid != 0 && e.PeerPID != uint32(c.pid) || e.PeerExe != bin || e.PeerInTree == nil || *e.PeerInTree != c.inTree {
-			t.Errorf("connect to %s: peer %d %q in tree %v, want %d %s %v", c.path, e.PeerPID, e.PeerExe, e.PeerInTree, c.pid, bin, c.inTree)
+		if e.PeerPID() == 0 || c.pid != 0 && e.PeerPID() != uint32(c.pid) || e.PeerExe() != bin || e.PeerInTree() == nil || *e.PeerInTree() != c.inTree {
+			t.Errorf("connect to %s: peer %d %q in tree %v, want %d %s %v", c.path, e.PeerPID(), e.PeerExe(), e.PeerInTree(), c.pid, bin, c.inTree)
 		}
 	}
 	// The listener in the tree accepted the tree's connect, then this
@@ -305,12 +305,12 @@ func TestUnixPeer(t *testing.T) {
 	if len(accepts) != 2 {
 		t.Fatalf("%d accepts by the listener in the tree, want 2", len(accepts))
 	}
-	if a := accepts[0]; a.PeerExe != bin || a.PeerInTree == nil || !*a.PeerInTree {
-		t.Errorf("accept of the tree's connect: peer %d %q in tree %v, want %s in the tree", a.PeerPID, a.PeerExe, a.PeerInTree, bin)
+	if a := accepts[0]; a.PeerExe() != bin || a.PeerInTree() == nil || !*a.PeerInTree() {
+		t.Errorf("accept of the tree's connect: peer %d %q in tree %v, want %s in the tree", a.PeerPID(), a.PeerExe(), a.PeerInTree(), bin)
 	}
 	self, _ := os.Executable()
-	if a := accepts[1]; a.PeerPID != uint32(os.Getpid()) || a.PeerExe != self || a.PeerInTree == nil || *a.PeerInTree {
-		t.Errorf("accept of the outside connect: peer %d %q in tree %v, want %d %s outside", a.PeerPID, a.PeerExe, a.PeerInTree, os.Getpid(), self)
+	if a := accepts[1]; a.PeerPID() != uint32(os.Getpid()) || a.PeerExe() != self || a.PeerInTree() == nil || *a.PeerInTree() {
+		t.Errorf("accept of the outside connect: peer %d %q in tree %v, want %d %s outside", a.PeerPID(), a.PeerExe(), a.PeerInTree(), os.Getpid(), self)
 	}
 }
 
@@ -372,12 +372,12 @@ func TestInjectAdopts(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			inj := find(evs, func(e *event.Event) bool {
-				return e.Kind == event.KindInject && e.Method == v.method && e.TargetPID == uint32(v.pid)
+				return e.Kind == event.KindInject && e.Method() == v.method && e.TargetPID() == uint32(v.pid)
 			})
 			if inj == nil {
 				t.Fatalf("no inject %s of pid %d", v.method, v.pid)
 			}
-			if !inj.Adopted || inj.TargetExecID == "" || inj.Failed() {
+			if !inj.Adopted() || inj.TargetExecID() == "" || inj.Failed() {
 				t.Errorf("inject = %+v %+v, want adopted with a target image", inj, inj.Call)
 			}
 			read := find(evs, func(e *event.Event) bool {
@@ -386,20 +386,20 @@ func TestInjectAdopts(t *testing.T) {
 			if read == nil {
 				t.Fatalf("the target's read of %s after the inject is not recorded", v.after)
 			}
-			if read.ExecID != inj.TargetExecID || read.ParentExecID != inj.ExecID {
+			if read.ExecID != inj.TargetExecID() || read.ParentExecID != inj.ExecID {
 				t.Errorf("target's read in image %s (parent %s), want %s (parent the injector's %s)",
-					read.ExecID, read.ParentExecID, inj.TargetExecID, inj.ExecID)
+					read.ExecID, read.ParentExecID, inj.TargetExecID(), inj.ExecID)
 			}
 		})
 	}
 	if unshare != "" {
-		ns := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.TargetPID == 1 })
-		if ns == nil || !ns.TargetNSLocal || ns.Adopted || ns.TargetExecID != "" {
+		ns := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.TargetPID() == 1 })
+		if ns == nil || !ns.TargetNSLocal() || ns.Adopted() || ns.TargetExecID() != "" {
 			t.Errorf("inject from a child pid namespace = %+v, want target_ns_local, not adopted", ns)
 		}
 	}
-	poke := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.Method == "ptrace_pokedata" })
-	if poke == nil || poke.Adopted || poke.TargetExecID == "" {
+	poke := find(evs, func(e *event.Event) bool { return e.Kind == event.KindInject && e.Method() == "ptrace_pokedata" })
+	if poke == nil || poke.Adopted() || poke.TargetExecID() == "" {
 		t.Errorf("poke = %+v, want one into the already adopted target", poke)
 	}
 }
@@ -419,9 +419,9 @@ func TestLoaderProgram(t *testing.T) {
 	}
 	_, evs := recordScript(t, dir, ld+" ./tricks hello", 0)
 	e := find(evs, func(e *event.Event) bool {
-		return e.Kind == event.KindExec && len(e.Argv) > 1 && e.Argv[1] == "./tricks"
+		return e.Kind == event.KindExec && len(e.Argv()) > 1 && e.Argv()[1] == "./tricks"
 	})
-	if e == nil || e.Script != bin || !strings.HasPrefix(filepath.Base(e.Path), "ld-") {
+	if e == nil || e.Script() != bin || !strings.HasPrefix(filepath.Base(e.Path), "ld-") {
 		t.Fatalf("exec of the loader = %+v, want script %s", e, bin)
 	}
 }
@@ -445,19 +445,19 @@ func TestTamperSignals(t *testing.T) {
 	// (see TestRootTreeCannotTouchBPF).
 	_, evs := recordWith(t, Options{Command: []string{"sh", "-c", script}, Dir: dir, KeepCaps: true})
 	b := find(evs, byComm("tricks", event.KindBPF))
-	if b == nil || b.BPFCmd != "BPF_MAP_CREATE" || b.Failed() {
+	if b == nil || b.BPFCmd() != "BPF_MAP_CREATE" || b.Failed() {
 		t.Errorf("bpf event = %+v, want BPF_MAP_CREATE that worked", b)
 	}
 	for _, m := range []string{"kill", "tgkill", "pidfd_send_signal"} {
-		s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSignal && e.Method == m })
-		if s == nil || s.TargetPID != uint32(os.Getpid()) || s.Signo != 23 || s.Failed() {
+		s := find(evs, func(e *event.Event) bool { return e.Kind == event.KindSignal && e.Method() == m })
+		if s == nil || s.TargetPID() != uint32(os.Getpid()) || s.Signo() != 23 || s.Failed() {
 			t.Errorf("%s event = %+v, want SIGURG (23) to pid %d", m, s, os.Getpid())
 		}
 	}
 	var group []int32
 	for _, e := range evs {
-		if e.Kind == event.KindSignal && int32(e.TargetPID) <= 0 {
-			group = append(group, int32(e.TargetPID))
+		if e.Kind == event.KindSignal && int32(e.TargetPID()) <= 0 {
+			group = append(group, int32(e.TargetPID()))
 		}
 	}
 	if want := []int32{0, -int32(syscall.Getpgrp())}; !slices.Equal(group, want) {
@@ -475,7 +475,7 @@ func TestTamperSignals(t *testing.T) {
 	f := find(evs, func(e *event.Event) bool {
 		return e.Kind == event.KindOpen && e.Path == filepath.Join(dir, "p") && e.Object != nil
 	})
-	if f == nil || f.FileType != "fifo" {
+	if f == nil || f.FileType() != "fifo" {
 		t.Errorf("open of the FIFO = %+v, want file_type fifo", f)
 	}
 }

@@ -92,24 +92,26 @@ func checkUringRun(t *testing.T, bin string, env []string) {
 
 	ring := func(kind event.Kind, op string, more func(*event.Event) bool) func(*event.Event) bool {
 		return func(e *event.Event) bool {
-			return e.Kind == kind && e.Via() == event.ViaRing && e.RingOp == op && (more == nil || more(e))
+			return e.Kind == kind && e.Via() == event.ViaRing && e.RingOp() == op && (more == nil || more(e))
 		}
 	}
 	path := func(p string) func(*event.Event) bool { return func(e *event.Event) bool { return e.Path == p } }
 	newTxt, renamed := filepath.Join(work, "new.txt"), filepath.Join(work, "dir", "renamed.txt")
 	linked := filepath.Join(work, "linked.txt")
-	peer := func(e *event.Event) bool { return e.Network != nil && e.Addr == "127.0.0.1" && e.Port == uint16(port) }
+	peer := func(e *event.Event) bool {
+		return e.Network != nil && e.Addr() == "127.0.0.1" && e.Port() == uint16(port)
+	}
 	cases := []struct {
 		name string
 		pred func(*event.Event) bool
 	}{
 		{"ring created", ring(event.KindUring, "setup", nil)},
 		{"openat of the secret names the file and its identity", ring(event.KindOpen, "openat", func(e *event.Event) bool {
-			return e.Path == pl.path && e.Object != nil && e.Ino == pl.ino && e.Dev == pl.dev && e.Access == "read" &&
+			return e.Path == pl.path && e.Object != nil && e.Ino() == pl.ino && e.Dev() == pl.dev && e.Access == "read" &&
 				e.Result != nil && *e.Result >= 0
 		})},
 		{"read of the secret", ring(event.KindUring, "read", func(e *event.Event) bool {
-			return e.Path == pl.path && e.Object != nil && e.Ino == pl.ino && e.Result != nil && *e.Result > 0
+			return e.Path == pl.path && e.Object != nil && e.Ino() == pl.ino && e.Result != nil && *e.Result > 0
 		})},
 		{"openat of a new file (relative to the cwd)", ring(event.KindOpen, "openat", func(e *event.Event) bool {
 			return e.Path == newTxt && e.Access == "write,create"
@@ -123,20 +125,20 @@ func checkUringRun(t *testing.T, bin string, env []string) {
 		{"unlinkat", ring(event.KindUnlink, "unlinkat", path(linked))},
 		{"socket", ring(event.KindUring, "socket", nil)},
 		{"connect names the peer", ring(event.KindConnect, "connect", func(e *event.Event) bool {
-			return peer(e) && e.Proto == "tcp" && e.Result != nil && *e.Result == 0
+			return peer(e) && e.Proto() == "tcp" && e.Result != nil && *e.Result == 0
 		})},
 		{"send names the peer", ring(event.KindUring, "send", peer)},
 		{"sendmsg names the destination it carries", ring(event.KindUring, "sendmsg", func(e *event.Event) bool {
-			return e.Network != nil && e.Addr == "127.0.0.1" && e.Port == uint16(uport)
+			return e.Network != nil && e.Addr() == "127.0.0.1" && e.Port() == uint16(uport)
 		})},
 		{"a send with a destination names it", ring(event.KindUring, "send", func(e *event.Event) bool {
-			return e.Network != nil && e.Addr == "127.0.0.1" && e.Port == uint16(uport)
+			return e.Network != nil && e.Addr() == "127.0.0.1" && e.Port() == uint16(uport)
 		})},
 		{"an open that posts no completion is seen at submission", ring(event.KindOpen, "openat", func(e *event.Event) bool {
-			return e.Path == pl.path && e.ResultUnknown && e.Result == nil
+			return e.Path == pl.path && e.ResultUnknown() && e.Result == nil
 		})},
 		{"an fsync that posts no completion names its file", ring(event.KindUring, "fsync", func(e *event.Event) bool {
-			return e.Path == renamed && e.ResultUnknown && e.Result == nil && e.RingOps == 0
+			return e.Path == renamed && e.ResultUnknown() && e.Result == nil && e.RingOps() == 0
 		})},
 	}
 	for _, c := range cases {
@@ -150,16 +152,16 @@ func checkUringRun(t *testing.T, bin string, env []string) {
 	}
 	var reads, totals int
 	for _, e := range evs {
-		if e.Kind == event.KindUring && e.RingOp == "socket" && e.RingBytes != 0 {
-			t.Errorf("socket totals count %d bytes: its result is an fd", e.RingBytes)
+		if e.Kind == event.KindUring && e.RingOp() == "socket" && e.RingBytes() != 0 {
+			t.Errorf("socket totals count %d bytes: its result is an fd", e.RingBytes())
 		}
-		if e.Kind != event.KindUring || e.RingOp != "read" || e.Path != pl.path {
+		if e.Kind != event.KindUring || e.RingOp() != "read" || e.Path != pl.path {
 			continue
 		}
-		if e.RingOps == 0 {
+		if e.RingOps() == 0 {
 			reads++
-		} else if totals++; e.RingOps != 2 || e.RingBytes != uint64(2*len(secret)) {
-			t.Errorf("read totals: %d ops, %d bytes; want 2 ops, %d bytes", e.RingOps, e.RingBytes, 2*len(secret))
+		} else if totals++; e.RingOps() != 2 || e.RingBytes() != uint64(2*len(secret)) {
+			t.Errorf("read totals: %d ops, %d bytes; want 2 ops, %d bytes", e.RingOps(), e.RingBytes(), 2*len(secret))
 		}
 	}
 	if reads != 1 || totals != 1 {

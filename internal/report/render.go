@@ -269,20 +269,20 @@ func (r *Report) textUnattributed(b *strings.Builder) {
 func eventWhat(e *event.Event) string {
 	switch e.Kind {
 	case event.KindExec:
-		return oneLine(strings.Join(e.Argv, " "), 100)
+		return oneLine(strings.Join(e.Argv(), " "), 100)
 	case event.KindConnect, event.KindBind, event.KindAccept, event.KindNet:
-		return fmt.Sprintf("%s port %d", e.Addr, e.Port)
+		return fmt.Sprintf("%s port %d", e.Addr(), e.Port())
 	case event.KindDNS:
-		return e.QName
+		return e.QName()
 	case event.KindRename, event.KindLink:
 		return e.Path + " → " + e.Path2
 	case event.KindFork:
-		return fmt.Sprintf("child %d", e.ChildPID)
+		return fmt.Sprintf("child %d", e.ChildPID())
 	case event.KindExit:
-		if e.ExitCode != nil {
-			return fmt.Sprintf("exit %d", *e.ExitCode)
+		if e.ExitCode() != nil {
+			return fmt.Sprintf("exit %d", *e.ExitCode())
 		}
-		return fmt.Sprintf("signal %d", e.Signal)
+		return fmt.Sprintf("signal %d", e.Signal())
 	}
 	s := e.Path
 	if e.Access != "" {

@@ -141,19 +141,19 @@ func kernelView(a *correlate.CallActivity) *KernelView {
 		if !seen[e.ExecID] {
 			seen[e.ExecID] = true
 		}
-		k.Execs = append(k.Execs, strings.Join(e.Argv, " "))
+		k.Execs = append(k.Execs, strings.Join(e.Argv(), " "))
 	}
 	k.Processes = len(seen)
 	if a.RootExit != nil {
-		k.ExitCode, k.Signal, k.DurationNS = a.RootExit.ExitCode, a.RootExit.Signal, a.RootExit.DurationNS
+		k.ExitCode, k.Signal, k.DurationNS = a.RootExit.ExitCode(), a.RootExit.Signal(), a.RootExit.DurationNS()
 	}
 	for _, c := range a.Connects {
-		s := fmt.Sprintf("%s:%d", c.Addr, c.Port)
-		if c.Family == "ipv6" {
-			s = fmt.Sprintf("[%s]:%d", c.Addr, c.Port)
+		s := fmt.Sprintf("%s:%d", c.Addr(), c.Port())
+		if c.Family() == "ipv6" {
+			s = fmt.Sprintf("[%s]:%d", c.Addr(), c.Port())
 		}
-		if c.Host != "" {
-			s = c.Host + " (" + s + ")"
+		if c.Host() != "" {
+			s = c.Host() + " (" + s + ")"
 		}
 		k.Connects = append(k.Connects, s)
 	}

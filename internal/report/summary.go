@@ -72,7 +72,7 @@ func (s *Summary) Observe(e *event.Event) {
 		s.Programs[e.Path]++
 	case event.KindExit:
 		if e.PID == s.rootPID {
-			s.ExitCode, s.Signal = e.ExitCode, e.Signal
+			s.ExitCode, s.Signal = e.ExitCode(), e.Signal()
 		}
 	case event.KindOpen:
 		if !ok {
@@ -93,18 +93,18 @@ func (s *Summary) Observe(e *event.Event) {
 			}
 		}
 	case event.KindConnect:
-		if e.Family == "ipv4" || e.Family == "ipv6" {
+		if e.Family() == "ipv4" || e.Family() == "ipv6" {
 			if ok || e.Result != nil && *e.Result == -115 { // EINPROGRESS: a non-blocking connect
-				s.hosts[net.JoinHostPort(e.Addr, strconv.Itoa(int(e.Port)))] = true
+				s.hosts[net.JoinHostPort(e.Addr(), strconv.Itoa(int(e.Port())))] = true
 			}
 		}
 	case event.KindDNS:
-		if e.QName != "" {
-			s.dns[e.QName] = true
+		if e.QName() != "" {
+			s.dns[e.QName()] = true
 		}
 	case event.KindNet:
-		s.BytesSent += e.BytesSent
-		s.BytesRecv += e.BytesRecv
+		s.BytesSent += e.BytesSent()
+		s.BytesRecv += e.BytesRecv()
 	}
 }
 

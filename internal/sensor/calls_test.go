@@ -38,7 +38,7 @@ func TestDecodeInjectAdopts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != event.KindInject || e.Method != "ptrace_attach" || e.TargetPID != 77 || !e.Adopted || e.TargetExecID != "77-900" {
+	if e.Kind != event.KindInject || e.Method() != "ptrace_attach" || e.TargetPID() != 77 || !e.Adopted() || e.TargetExecID() != "77-900" {
 		t.Fatalf("inject = %+v %+v", e, e.Call)
 	}
 	p := polygraphEvPath{H: hdr(evOpen, 77, 950, 900, "victim"), Result: -2, PathLen: 3}
@@ -50,11 +50,11 @@ func TestDecodeInjectAdopts(t *testing.T) {
 		t.Errorf("target's open in %s (parent %s), want 77-900 (parent %s)", o.ExecID, o.ParentExecID, e.ExecID)
 	}
 	s := polygraphEvCall{H: hdr(evSignal, 10, 990, 5, "sh"), Target: 1, Arg: 9, Method: 4}
-	if e, err = d.Decode(rec(&s)); err != nil || e.Method != "kill" || e.Signo != 9 || e.TargetPID != 1 {
+	if e, err = d.Decode(rec(&s)); err != nil || e.Method() != "kill" || e.Signo() != 9 || e.TargetPID() != 1 {
 		t.Errorf("signal = %+v %v", e, err)
 	}
 	b := polygraphEvCall{H: hdr(evBPF, 10, 991, 5, "sh"), Arg: 5, Method: 8, Result: 3}
-	if e, err = d.Decode(rec(&b)); err != nil || e.BPFCmd != "BPF_PROG_LOAD" {
+	if e, err = d.Decode(rec(&b)); err != nil || e.BPFCmd() != "BPF_PROG_LOAD" {
 		t.Errorf("bpf = %+v %v", e, err)
 	}
 }
@@ -70,7 +70,7 @@ func TestDecodeSendAndUnixPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != event.KindSend || e.Addr != "192.0.2.1" || e.Port != 9999 || e.Proto != "raw:icmp" || !e.AddrUser {
+	if e.Kind != event.KindSend || e.Addr() != "192.0.2.1" || e.Port() != 9999 || e.Proto() != "raw:icmp" || !e.AddrUser() {
 		t.Errorf("send = %+v %+v", e, e.Network)
 	}
 	un := append([]byte{1, 0}, "/run/x.sock\x00"...)
@@ -80,7 +80,7 @@ func TestDecodeSendAndUnixPeer(t *testing.T) {
 	if e, err = d.Decode(rec(&u, un, exe)); err != nil {
 		t.Fatal(err)
 	}
-	if e.Addr != "/run/x.sock" || e.PeerPID != 42 || e.PeerExe != "/usr/bin/dockerd" || e.PeerInTree == nil || *e.PeerInTree {
+	if e.Addr() != "/run/x.sock" || e.PeerPID() != 42 || e.PeerExe() != "/usr/bin/dockerd" || e.PeerInTree() == nil || *e.PeerInTree() {
 		t.Errorf("unix connect = %+v %+v", e, e.Network)
 	}
 }

@@ -316,23 +316,23 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	d.procs[r.H.Pid] = np
 	e := d.base(&r.H, event.KindExec)
 	e.Path = walked(pb)
-	e.Cwd = walked(cb)
-	if e.Cwd == "" && len(cb) == 0 {
-		e.Cwd = "/"
+	e.Process.Cwd = walked(cb)
+	if e.Cwd() == "" && len(cb) == 0 {
+		e.Process.Cwd = "/"
 	}
-	e.Argv = splitArgv(ab)
-	e.ArgvTruncated = r.H.Flags&flagTruncArgv != 0
+	e.Process.Argv = splitArgv(ab)
+	e.Process.ArgvTruncated = r.H.Flags&flagTruncArgv != 0
 	e.PathTruncated = r.H.Flags&flagTruncPath != 0
-	if e.Path == "" && len(e.Argv) > 0 {
-		e.Path = Resolve(e.Cwd, e.Argv[0])
+	if e.Path == "" && len(e.Argv()) > 0 {
+		e.Path = Resolve(e.Cwd(), e.Argv()[0])
 	}
 	if len(sb) > 0 {
-		e.Script = Resolve(e.Cwd, cstring(sb))
-	} else if prog := loaderProgram(e.Path, e.Argv); prog != "" {
-		e.Script = Resolve(e.Cwd, prog)
+		e.Process.Script = Resolve(e.Cwd(), cstring(sb))
+	} else if prog := loaderProgram(e.Path, e.Argv()); prog != "" {
+		e.Process.Script = Resolve(e.Cwd(), prog)
 	}
-	e.UID = d.u32.Ptr(r.Uid)
-	e.Deleted = r.H.Flags&flagDeleted != 0
+	e.Process.UID = d.u32.Ptr(r.Uid)
+	e.Process.Deleted = r.H.Flags&flagDeleted != 0
 	return e, nil
 }
 
@@ -351,13 +351,13 @@ func (d *Decoder) decodeFork(b []byte) (*event.Event, error) {
 		return nil, err
 	}
 	e := d.base(&r.H, event.KindFork)
-	e.ChildPID = r.ChildPid
+	e.Process.ChildPID = r.ChildPid
 	d.procs[r.ChildPid] = &proc{
 		imageNS:      r.ChildImageNs,
 		execID:       event.ExecID(r.ChildPid, r.ChildImageNs),
 		parentExecID: e.ExecID,
 	}
-	e.ChildExecID = d.procs[r.ChildPid].execID
+	e.Process.ChildExecID = d.procs[r.ChildPid].execID
 	return e, nil
 }
 
@@ -369,17 +369,17 @@ func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
 	e := d.base(&r.H, event.KindExit)
 	status := uint32(r.ExitCode)
 	if sig := int(status & 0x7f); sig != 0 {
-		e.Signal = sig
+		e.Process.Signal = sig
 	} else {
-		e.ExitCode = d.ints.Ptr(int((status >> 8) & 0xff))
+		e.Process.ExitCode = d.ints.Ptr(int((status >> 8) & 0xff))
 	}
 	if r.H.Ts > r.StartNs && r.StartNs != 0 {
-		e.DurationNS = r.H.Ts - r.StartNs
+		e.Process.DurationNS = r.H.Ts - r.StartNs
 	}
-	e.CPUNS = r.CpuNs
-	e.MaxRSSKB = r.MaxrssPages * d.PageKB
-	e.ReadBytes = r.Rchar
-	e.WriteBytes = r.Wchar
+	e.Process.CPUNS = r.CpuNs
+	e.Process.MaxRSSKB = r.MaxrssPages * d.PageKB
+	e.Process.ReadBytes = r.Rchar
+	e.Process.WriteBytes = r.Wchar
 	return e, nil
 }
 

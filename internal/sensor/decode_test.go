@@ -55,7 +55,7 @@ func TestDecodeExecForkExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != event.KindFork || ev.ChildPID != 11 || ev.ExecID != "10-5" || ev.ChildExecID != "11-100" {
+	if ev.Kind != event.KindFork || ev.ChildPID() != 11 || ev.ExecID != "10-5" || ev.ChildExecID() != "11-100" {
 		t.Fatalf("fork = %+v", ev)
 	}
 	if !ev.TS.Equal(time.Unix(1000, 100)) {
@@ -70,7 +70,7 @@ func TestDecodeExecForkExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Path != "/usr/bin/cat" || ev.Cwd != "/tmp/w" || len(ev.Argv) != 2 || ev.Argv[1] != "a b" || !ev.ArgvTruncated || *ev.UID != 1000 {
+	if ev.Path != "/usr/bin/cat" || ev.Cwd() != "/tmp/w" || len(ev.Argv()) != 2 || ev.Argv()[1] != "a b" || !ev.ArgvTruncated() || *ev.UID() != 1000 {
 		t.Fatalf("exec = %+v", ev)
 	}
 	if ev.ExecID != "11-200" || ev.ParentExecID != "11-100" {
@@ -82,12 +82,12 @@ func TestDecodeExecForkExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Signal != 9 || ev.ExitCode != nil || ev.DurationNS != 200 || ev.MaxRSSKB != 40 || ev.ReadBytes != 5 || ev.WriteBytes != 6 {
+	if ev.Signal() != 9 || ev.ExitCode() != nil || ev.DurationNS() != 200 || ev.MaxRSSKB() != 40 || ev.ReadBytes() != 5 || ev.WriteBytes() != 6 {
 		t.Fatalf("exit = %+v", ev)
 	}
 	e.ExitCode = 3 << 8
 	ev, _ = d.Decode(rec(&e))
-	if ev.ExitCode == nil || *ev.ExitCode != 3 || ev.Signal != 0 {
+	if ev.ExitCode() == nil || *ev.ExitCode() != 3 || ev.Signal() != 0 {
 		t.Fatalf("exit(3) = %+v", ev)
 	}
 }
@@ -164,13 +164,13 @@ func TestDecodeSockAndDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != event.KindConnect || ev.Family != "ipv6" || ev.Addr != "::1" || ev.Port != 8443 || *ev.Result != -111 || ev.Proto != "tcp" {
+	if ev.Kind != event.KindConnect || ev.Family() != "ipv6" || ev.Addr() != "::1" || ev.Port() != 8443 || *ev.Result != -111 || ev.Proto() != "tcp" {
 		t.Fatalf("connect = %+v", ev)
 	}
 	un := append([]byte{1, 0}, []byte("/run/docker.sock\x00")...)
 	s = polygraphEvSock{H: hdr(evConnect, 1, 1, 1, "x"), AddrLen: uint16(len(un))}
 	ev, _ = d.Decode(rec(&s, un))
-	if ev.Family != "unix" || ev.Addr != "/run/docker.sock" {
+	if ev.Family() != "unix" || ev.Addr() != "/run/docker.sock" {
 		t.Fatalf("unix connect = %+v", ev)
 	}
 
@@ -182,7 +182,7 @@ func TestDecodeSockAndDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.QName != "pypi.org" || ev.QType != "AAAA" || ev.Addr != "127.0.0.53" || ev.Port != 53 {
+	if ev.QName() != "pypi.org" || ev.QType() != "AAAA" || ev.Addr() != "127.0.0.53" || ev.Port() != 53 {
 		t.Fatalf("dns = %+v", ev)
 	}
 }

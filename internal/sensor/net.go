@@ -64,18 +64,18 @@ func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
 	ab := ps[0]
 	kind := sockKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
-	e.Family, e.Addr, e.Port = sockaddr(ab)
+	e.Network.Family, e.Network.Addr, e.Network.Port = sockaddr(ab)
 	e.Result = d.i64.Ptr(r.Result)
-	e.Proto = protoName(r.Proto, r.SockType)
+	e.Network.Proto = protoName(r.Proto, r.SockType)
 	if kind == event.KindConnect || kind == event.KindSend {
-		e.AddrUser = r.Sflags&sfUser != 0
-		e.FastOpen = r.Sflags&sfFastOpen != 0
+		e.Network.AddrUser = r.Sflags&sfUser != 0
+		e.Network.FastOpen = r.Sflags&sfFastOpen != 0
 	}
 	if r.PeerPid != 0 {
-		e.PeerPID = r.PeerPid
-		e.PeerExe = walked(ps[1])
+		e.Network.PeerPID = r.PeerPid
+		e.Network.PeerExe = walked(ps[1])
 		in := r.Sflags&sfPeerTracked != 0
-		e.PeerInTree = &in
+		e.Network.PeerInTree = &in
 	}
 	return e, nil
 }
@@ -120,12 +120,12 @@ func (d *Decoder) decodeDNS(b []byte) (*event.Event, error) {
 	}
 	ab, msg := ps[0], ps[1]
 	e := d.base(&r.H, event.KindDNS)
-	e.Family, e.Addr, e.Port = sockaddr(ab)
-	e.Proto = protoName(r.Proto, 0)
+	e.Network.Family, e.Network.Addr, e.Network.Port = sockaddr(ab)
+	e.Network.Proto = protoName(r.Proto, 0)
 	if r.Proto == 6 && len(msg) >= 2 {
 		msg = msg[2:] // DNS over TCP: a 2-byte length comes first
 	}
-	e.QName, e.QType, _ = ParseDNSQuestion(msg)
+	e.Network.QName, e.Network.QType, _ = ParseDNSQuestion(msg)
 	return e, nil
 }
 

@@ -63,13 +63,13 @@ func TestDecodeOpenObject(t *testing.T) {
 				if ev.Object == nil {
 					t.Fatal("no object")
 				}
-				if ev.Path != c.path || ev.PathRequested != c.requested || ev.PathDiffers != c.differs || ev.PathTruncated != c.truncated {
-					t.Errorf("path %q requested %q differs %q truncated %v, want %q %q %q %v", ev.Path, ev.PathRequested,
-						ev.PathDiffers, ev.PathTruncated, c.path, c.requested, c.differs, c.truncated)
+				if ev.Path != c.path || ev.PathRequested() != c.requested || ev.PathDiffers() != c.differs || ev.PathTruncated != c.truncated {
+					t.Errorf("path %q requested %q differs %q truncated %v, want %q %q %q %v", ev.Path, ev.PathRequested(),
+						ev.PathDiffers(), ev.PathTruncated, c.path, c.requested, c.differs, c.truncated)
 				}
 				// stat(2)'s st_dev for 254:3, as glibc's makedev encodes it
-				if ev.Dev != 0xfe03 || ev.Ino != 4242 || ev.Nlink != 2 || ev.FileType != "file" {
-					t.Errorf("identity %d:%d nlink %d type %q", ev.Dev, ev.Ino, ev.Nlink, ev.FileType)
+				if ev.Dev() != 0xfe03 || ev.Ino() != 4242 || ev.Nlink() != 2 || ev.FileType() != "file" {
+					t.Errorf("identity %d:%d nlink %d type %q", ev.Dev(), ev.Ino(), ev.Nlink(), ev.FileType())
 				}
 			}
 		})
@@ -113,8 +113,8 @@ func TestExecDeletedFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind != event.KindExec || ev.Deleted != deleted {
-			t.Errorf("exec with flag %v: deleted %v", deleted, ev.Deleted)
+		if ev.Kind != event.KindExec || ev.Deleted() != deleted {
+			t.Errorf("exec with flag %v: deleted %v", deleted, ev.Deleted())
 		}
 	}
 }

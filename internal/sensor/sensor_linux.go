@@ -356,13 +356,13 @@ func (s *Sensor) drainPeers(pid uint32, like *event.Event) {
 		} else {
 			e.ExecID = s.dec.ExecIDOf(f.k.Pid)
 		}
-		e.Port = f.k.Port
+		e.Network.Port = f.k.Port
 		switch f.k.Family {
 		case 2:
-			e.Family, e.Addr = "ipv4", fmt.Sprintf("%d.%d.%d.%d", f.k.Addr[0], f.k.Addr[1], f.k.Addr[2], f.k.Addr[3])
+			e.Network.Family, e.Network.Addr = "ipv4", fmt.Sprintf("%d.%d.%d.%d", f.k.Addr[0], f.k.Addr[1], f.k.Addr[2], f.k.Addr[3])
 		case 10:
-			_, e.Addr, _ = sockaddr(append([]byte{10, 0, 0, 0, 0, 0, 0, 0}, f.k.Addr[:]...))
-			e.Family = "ipv6"
+			_, e.Network.Addr, _ = sockaddr(append([]byte{10, 0, 0, 0, 0, 0, 0, 0}, f.k.Addr[:]...))
+			e.Network.Family = "ipv6"
 		}
 		s.emit(e)
 	}

@@ -101,14 +101,14 @@ func (d *Decoder) decodeUring(b []byte) (*event.Event, error) {
 	}
 	e.Ring = &event.Ring{Via: event.ViaRing, RingOp: RingOpName(r.Op)}
 	if r.Uflags&urfNoResult != 0 {
-		e.ResultUnknown = true
+		e.Ring.ResultUnknown = true
 	} else {
 		e.Result = d.i64.Ptr(r.Result)
 	}
 	e.PathTruncated = r.Uflags&(urfTruncPath|urfTruncObj) != 0
 	if len(addr) > 0 {
-		e.Family, e.Addr, e.Port = sockaddr(addr)
-		e.Proto = protoName(uint16(r.Proto), 0) // the ring record has no socket type: raw sockets show by protocol
+		e.Network.Family, e.Network.Addr, e.Network.Port = sockaddr(addr)
+		e.Network.Proto = protoName(uint16(r.Proto), 0) // the ring record has no socket type: raw sockets show by protocol
 	}
 	p1, p2 := "", ""
 	if r.PathLen > 0 || r.BaseLen > 0 {

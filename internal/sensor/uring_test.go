@@ -34,9 +34,9 @@ func TestDecodeUring(t *testing.T) {
 			PathLen: 6, BaseLen: uint16(len(walk("home", "u"))), ObjLen: uint16(len(walk("home", "u", "real"))),
 		}, [][]byte{[]byte("cred\x00\x00"), walk("home", "u"), walk("home", "u", "real"), ident(77, 0xfe00000, 2, 0o100600)},
 			func(e *event.Event) string {
-				if e.Kind != event.KindOpen || e.Path != "/home/u/real" || e.PathRequested != "/home/u/cred" ||
-					e.PathDiffers != "symlink" || e.Ino != 77 || e.Nlink != 2 || e.FileType != "file" ||
-					e.Access != "read" || e.Via() != event.ViaRing || e.RingOp != "openat" || *e.Result != 4 {
+				if e.Kind != event.KindOpen || e.Path != "/home/u/real" || e.PathRequested() != "/home/u/cred" ||
+					e.PathDiffers() != "symlink" || e.Ino() != 77 || e.Nlink() != 2 || e.FileType() != "file" ||
+					e.Access != "read" || e.Via() != event.ViaRing || e.RingOp() != "openat" || *e.Result != 4 {
 					return "want the object's path beside the named one, via io_uring"
 				}
 				return ""
@@ -61,8 +61,8 @@ func TestDecodeUring(t *testing.T) {
 			Result: 5, Op: 26, Uflags: urfObject, Proto: 6, ObjLen: uint16(len(walk("TCP"))), AddrLen: 16,
 		}, [][]byte{walk("TCP"), ident(9, 9, 1, 0o140777), sin},
 			func(e *event.Event) string {
-				if e.Kind != event.KindUring || e.RingOp != "send" || e.Path != "" || e.FileType != "socket" ||
-					e.Addr != "127.0.0.1" || e.Port != 443 || e.Proto != "tcp" || *e.Result != 5 {
+				if e.Kind != event.KindUring || e.RingOp() != "send" || e.Path != "" || e.FileType() != "socket" ||
+					e.Addr() != "127.0.0.1" || e.Port() != 443 || e.Proto() != "tcp" || *e.Result != 5 {
 					return "want a send to 127.0.0.1:443"
 				}
 				return ""
@@ -70,7 +70,7 @@ func TestDecodeUring(t *testing.T) {
 		{"a read names the file it was on", polygraphEvUring{Result: 10, Op: 22, Uflags: urfObject, ObjLen: uint16(len(walk("etc", "passwd")))},
 			[][]byte{walk("etc", "passwd"), ident(5, 1, 1, 0o100644)},
 			func(e *event.Event) string {
-				if e.Kind != event.KindUring || e.RingOp != "read" || e.Path != "/etc/passwd" || e.Ino != 5 || e.PathRequested != "" {
+				if e.Kind != event.KindUring || e.RingOp() != "read" || e.Path != "/etc/passwd" || e.Ino() != 5 || e.PathRequested() != "" {
 					return "want a read of /etc/passwd"
 				}
 				return ""
@@ -78,14 +78,14 @@ func TestDecodeUring(t *testing.T) {
 		{"an operation without a completion has no result", polygraphEvUring{Op: 36, Twin: evUnlink, Uflags: urfNoResult, PathLen: 3},
 			[][]byte{[]byte("/z\x00")},
 			func(e *event.Event) string {
-				if e.Kind != event.KindUnlink || e.Result != nil || !e.ResultUnknown || e.Path != "/z" {
+				if e.Kind != event.KindUnlink || e.Result != nil || !e.ResultUnknown() || e.Path != "/z" {
 					return "want an unlink of /z, result unknown"
 				}
 				return ""
 			}},
 		{"a ring's creation", polygraphEvUring{Result: 3, Op: uringSetup, Flags: 2}, nil,
 			func(e *event.Event) string {
-				if e.Kind != event.KindUring || e.RingOp != "setup" || *e.Result != 3 || *e.Flags != 2 || e.Network == nil {
+				if e.Kind != event.KindUring || e.RingOp() != "setup" || *e.Result != 3 || *e.Flags != 2 || e.Network == nil {
 					return "want a setup event"
 				}
 				return ""
@@ -140,14 +140,14 @@ func TestRingTotal(t *testing.T) {
 	}
 	e := d.RingTotal(42, 22, 0xffff8880deadbeef, 5, 3, 30, 200)
 	if e.Kind != event.KindUring || e.Path != "/etc/passwd" || e.Comm != "uring" || e.ExecID != "42-5" ||
-		e.RingOp != "read" || e.RingOps != 3 || e.RingBytes != 30 || e.Result != nil || !e.TS.Equal(time.Unix(1000, 200)) {
+		e.RingOp() != "read" || e.RingOps() != 3 || e.RingBytes() != 30 || e.Result != nil || !e.TS.Equal(time.Unix(1000, 200)) {
 		t.Errorf("total = %+v %+v", e, e.Ring)
 	}
 	if d.RingUser(42) {
 		t.Error("the key is still kept after its total")
 	}
 	other := d.RingTotal(42, 23, 0xffff8880cafe0000, 6, 1, 1, 300) // its first record was lost
-	if other.Path != "" || other.Object == nil || other.Ino != 6 || other.RingOps != 1 {
+	if other.Path != "" || other.Object == nil || other.Ino() != 6 || other.RingOps() != 1 {
 		t.Errorf("total without a first event = %+v %+v", other, other.Object)
 	}
 }

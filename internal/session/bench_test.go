@@ -25,11 +25,11 @@ func BenchmarkAdd(b *testing.B) {
 			Process: &event.Process{}, Network: &event.Network{}}
 		switch i % 10 {
 		case 0:
-			e.Kind, e.Path, e.Argv, e.Cwd = event.KindExec, "/usr/bin/node", []string{"node", "script.js", fmt.Sprint(i)}, "/home/dev/project"
+			e.Kind, e.Path, e.Process.Argv, e.Process.Cwd = event.KindExec, "/usr/bin/node", []string{"node", "script.js", fmt.Sprint(i)}, "/home/dev/project"
 		case 1:
-			e.Kind, e.Family, e.Addr, e.Port, e.Result = event.KindConnect, "ipv4", "10.0.0.1", 443, event.Ptr(int64(0))
+			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port, e.Result = event.KindConnect, "ipv4", "10.0.0.1", 443, event.Ptr(int64(0))
 		case 2:
-			e.Kind, e.ExitCode, e.DurationNS, e.CPUNS = event.KindExit, event.Ptr(0), 1e9, 5e8
+			e.Kind, e.Process.ExitCode, e.Process.DurationNS, e.Process.CPUNS = event.KindExit, event.Ptr(0), 1e9, 5e8
 		default:
 			e.Kind, e.Path, e.Flags, e.Access, e.Result = event.KindOpen,
 				fmt.Sprintf("/home/dev/project/node_modules/pkg%d/index.js", i%300), event.Ptr(uint32(0)), "read", event.Ptr(int64(3))
@@ -99,7 +99,7 @@ func synthEvents(n int) []*event.Event {
 			return e
 		}
 		ex := base(event.KindExec)
-		ex.Path, ex.Argv, ex.Cwd, ex.UID = "/usr/bin/"+comm, []string{comm, "--flag", "arg"}, "/home/dev/project", event.Ptr(uint32(1000))
+		ex.Path, ex.Process.Argv, ex.Process.Cwd, ex.Process.UID = "/usr/bin/"+comm, []string{comm, "--flag", "arg"}, "/home/dev/project", event.Ptr(uint32(1000))
 		add(ex)
 		for range 1 + rng.IntN(80) {
 			e := base(event.KindOpen)
@@ -113,11 +113,11 @@ func synthEvents(n int) []*event.Event {
 		}
 		if rng.IntN(8) == 0 {
 			c := base(event.KindConnect)
-			c.Family, c.Proto, c.Addr, c.Port, c.Result = "ipv4", "tcp", fmt.Sprintf("140.82.%d.%d", rng.IntN(4), rng.IntN(250)), 443, event.Ptr(int64(0))
+			c.Network.Family, c.Network.Proto, c.Network.Addr, c.Network.Port, c.Result = "ipv4", "tcp", fmt.Sprintf("140.82.%d.%d", rng.IntN(4), rng.IntN(250)), 443, event.Ptr(int64(0))
 			add(c)
 		}
 		e := base(event.KindExit)
-		e.ExitCode, e.DurationNS, e.CPUNS, e.MaxRSSKB = event.Ptr(0), uint64(rng.IntN(2e9)), uint64(rng.IntN(1e9)), uint64(2000+rng.IntN(100000))
+		e.Process.ExitCode, e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB = event.Ptr(0), uint64(rng.IntN(2e9)), uint64(rng.IntN(1e9)), uint64(2000+rng.IntN(100000))
 		add(e)
 	}
 	return out[:n]

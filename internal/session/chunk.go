@@ -422,27 +422,27 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fPPID:
 			ev.PPID = uint32(v)
 		case fArgvTruncated:
-			ev.ArgvTruncated = v != 0
+			ev.Process.ArgvTruncated = v != 0
 		case fPathTruncated:
 			ev.PathTruncated = v != 0
 		case fUID:
-			ev.UID = d.u32.Ptr(uint32(v))
+			ev.Process.UID = d.u32.Ptr(uint32(v))
 		case fChildPID:
-			ev.ChildPID = uint32(v)
+			ev.Process.ChildPID = uint32(v)
 		case fExitCode:
-			ev.ExitCode = d.ints.Ptr(int(protowire.DecodeZigZag(v)))
+			ev.Process.ExitCode = d.ints.Ptr(int(protowire.DecodeZigZag(v)))
 		case fSignal:
-			ev.Signal = int(protowire.DecodeZigZag(v))
+			ev.Process.Signal = int(protowire.DecodeZigZag(v))
 		case fDurationNS:
-			ev.DurationNS = v
+			ev.Process.DurationNS = v
 		case fCPUNS:
-			ev.CPUNS = v
+			ev.Process.CPUNS = v
 		case fMaxRSSKB:
-			ev.MaxRSSKB = v
+			ev.Process.MaxRSSKB = v
 		case fReadBytes:
-			ev.ReadBytes = v
+			ev.Process.ReadBytes = v
 		case fWriteBytes:
-			ev.WriteBytes = v
+			ev.Process.WriteBytes = v
 		case fFlags:
 			ev.Flags = d.u32.Ptr(uint32(v))
 		case fMode:
@@ -450,42 +450,42 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fResult:
 			ev.Result = d.i64.Ptr(protowire.DecodeZigZag(v))
 		case fPort:
-			ev.Port = uint16(v)
+			ev.Network.Port = uint16(v)
 		case fBytesSent:
-			ev.BytesSent = v
+			ev.Network.BytesSent = v
 		case fBytesRecv:
-			ev.BytesRecv = v
+			ev.Network.BytesRecv = v
 		case fDev:
-			ev.Dev = v
+			ev.Object.Dev = v
 		case fIno:
-			ev.Ino = v
+			ev.Object.Ino = v
 		case fNlink:
-			ev.Nlink = uint32(v)
+			ev.Object.Nlink = uint32(v)
 		case fDeleted:
-			ev.Deleted = v != 0
+			ev.Process.Deleted = v != 0
 		case fAddrUser:
-			ev.AddrUser = v != 0
+			ev.Network.AddrUser = v != 0
 		case fFastOpen:
-			ev.FastOpen = v != 0
+			ev.Network.FastOpen = v != 0
 		case fPeerPID:
-			ev.PeerPID = uint32(v)
+			ev.Network.PeerPID = uint32(v)
 		case fPeerInTree:
 			in := v != 0
-			ev.PeerInTree = &in
+			ev.Network.PeerInTree = &in
 		case fTargetPID:
-			ev.TargetPID = uint32(v)
+			ev.Call.TargetPID = uint32(v)
 		case fAdopted:
-			ev.Adopted = v != 0
+			ev.Call.Adopted = v != 0
 		case fTargetNSLocal:
-			ev.TargetNSLocal = v != 0
+			ev.Call.TargetNSLocal = v != 0
 		case fSigno:
-			ev.Signo = int(protowire.DecodeZigZag(v))
+			ev.Call.Signo = int(protowire.DecodeZigZag(v))
 		case fResultUnknown:
-			ev.ResultUnknown = v != 0
+			ev.Ring.ResultUnknown = v != 0
 		case fRingOps:
-			ev.RingOps = v
+			ev.Ring.RingOps = v
 		case fRingBytes:
-			ev.RingBytes = v
+			ev.Ring.RingBytes = v
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -525,53 +525,53 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 	case fPath2:
 		ev.Path2 = s
 	case fArgv:
-		ev.Argv = append(ev.Argv, s)
+		ev.Process.Argv = append(ev.Argv(), s)
 	case fCwd:
-		ev.Cwd = s
+		ev.Process.Cwd = s
 	case fScript:
-		ev.Script = s
+		ev.Process.Script = s
 	case fHome:
-		ev.Home = s
+		ev.Process.Home = s
 	case fSHA256:
-		ev.SHA256 = s
+		ev.Process.SHA256 = s
 	case fScriptSHA256:
-		ev.ScriptSHA256 = s
+		ev.Process.ScriptSHA256 = s
 	case fChildExecID:
-		ev.ChildExecID = s
+		ev.Process.ChildExecID = s
 	case fAccess:
 		ev.Access = s
 	case fFamily:
-		ev.Family = s
+		ev.Network.Family = s
 	case fProto:
-		ev.Proto = s
+		ev.Network.Proto = s
 	case fAddr:
-		ev.Addr = s
+		ev.Network.Addr = s
 	case fHost:
-		ev.Host = s
+		ev.Network.Host = s
 	case fQName:
-		ev.QName = s
+		ev.Network.QName = s
 	case fQType:
-		ev.QType = s
+		ev.Network.QType = s
 	case fAnswers:
-		ev.Answers = append(ev.Answers, s)
+		ev.Network.Answers = append(ev.Answers(), s)
 	case fFileType:
-		ev.FileType = s
+		ev.Object.FileType = s
 	case fPathRequested:
-		ev.PathRequested = s
+		ev.Object.PathRequested = s
 	case fPathDiffers:
-		ev.PathDiffers = s
+		ev.Object.PathDiffers = s
 	case fPeerExe:
-		ev.PeerExe = s
+		ev.Network.PeerExe = s
 	case fTargetExecID:
-		ev.TargetExecID = s
+		ev.Call.TargetExecID = s
 	case fMethod:
-		ev.Method = s
+		ev.Call.Method = s
 	case fBPFCmd:
-		ev.BPFCmd = s
+		ev.Call.BPFCmd = s
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
-		ev.RingOp = s
+		ev.Ring.RingOp = s
 	}
 }
 

@@ -44,13 +44,13 @@ func chunkSamples(t testing.TB) []*event.Event {
 		fill(t, v.Field(i), v.Type().Field(i).Name, i+1)
 	}
 	odd := *sampleEvents()[1]
-	odd.Argv = []string{"sh", "-c", "echo \"<&>\" \\ \t\x01 \xff\xfe ünï \u2028", "", strings.Repeat("x", maxInternLen+1)}
-	odd.Cwd = "/tmp/\n"
+	odd.Process.Argv = []string{"sh", "-c", "echo \"<&>\" \\ \t\x01 \xff\xfe ünï \u2028", "", strings.Repeat("x", maxInternLen+1)}
+	odd.Process.Cwd = "/tmp/\n"
 	huge := *sampleEvents()[1]
-	huge.Argv = []string{"node", strings.Repeat("a", 40000), strings.Repeat("b", 25000)}
-	huge.ArgvTruncated = true
+	huge.Process.Argv = []string{"node", strings.Repeat("a", 40000), strings.Repeat("b", 25000)}
+	huge.Process.ArgvTruncated = true
 	neg := *sampleEvents()[14]
-	neg.ExitCode, neg.Signal = event.Ptr(-1), -9
+	neg.Process.ExitCode, neg.Process.Signal = event.Ptr(-1), -9
 	neg.TS = t0.Add(-time.Hour) // before the chunk's first event
 	return append(append(sampleEvents(), kernelTruthSamples()...), full, &odd, &huge, &neg,
 		&event.Event{Kind: event.KindFork, Process: &event.Process{}},

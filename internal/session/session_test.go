@@ -29,14 +29,14 @@ func sampleEvents() []*event.Event {
 	}
 	with := func(e event.Event, f func(*event.Event)) *event.Event { e.Complete(); f(&e); return &e }
 	return []*event.Event{
-		with(common(1, event.KindFork, 100, "bash"), func(e *event.Event) { e.ChildPID = 101 }),
+		with(common(1, event.KindFork, 100, "bash"), func(e *event.Event) { e.Process.ChildPID = 101 }),
 		with(common(2, event.KindExec, 101, "npm"), func(e *event.Event) {
 			e.Path = "/usr/bin/npm"
-			e.Argv = []string{"npm", "install", "--save", "left pad"}
-			e.ArgvTruncated = true
-			e.Cwd = "/home/dev/project"
-			e.UID = event.Ptr(uint32(0)) // zero but present
-			e.SHA256 = strings.Repeat("ab", 32)
+			e.Process.Argv = []string{"npm", "install", "--save", "left pad"}
+			e.Process.ArgvTruncated = true
+			e.Process.Cwd = "/home/dev/project"
+			e.Process.UID = event.Ptr(uint32(0)) // zero but present
+			e.Process.SHA256 = strings.Repeat("ab", 32)
 		}),
 		with(common(3, event.KindOpen, 101, "npm"), func(e *event.Event) {
 			e.Path = "/home/dev/.npmrc"
@@ -66,27 +66,27 @@ func sampleEvents() []*event.Event {
 			e.Path, e.Path2, e.Result = "/tmp/a", "/tmp/a2", event.Ptr(int64(-17))
 		}),
 		with(common(10, event.KindConnect, 101, "npm"), func(e *event.Event) {
-			e.Family, e.Addr, e.Port, e.Host, e.Result = "ipv4", "104.16.1.35", 443, "registry.npmjs.org", event.Ptr(int64(0))
+			e.Network.Family, e.Network.Addr, e.Network.Port, e.Network.Host, e.Result = "ipv4", "104.16.1.35", 443, "registry.npmjs.org", event.Ptr(int64(0))
 		}),
 		with(common(11, event.KindBind, 102, "node"), func(e *event.Event) {
-			e.Family, e.Addr, e.Port, e.Result = "ipv6", "::1", 8080, event.Ptr(int64(0))
+			e.Network.Family, e.Network.Addr, e.Network.Port, e.Result = "ipv6", "::1", 8080, event.Ptr(int64(0))
 		}),
 		with(common(12, event.KindAccept, 102, "node"), func(e *event.Event) {
-			e.Family, e.Addr, e.Port, e.Result = "unix", "/run/x.sock", 0, event.Ptr(int64(5))
+			e.Network.Family, e.Network.Addr, e.Network.Port, e.Result = "unix", "/run/x.sock", 0, event.Ptr(int64(5))
 		}),
 		with(common(13, event.KindDNS, 101, "npm"), func(e *event.Event) {
-			e.QName, e.QType, e.Answers = "registry.npmjs.org", "A", []string{"104.16.1.35", "104.16.2.35"}
+			e.Network.QName, e.Network.QType, e.Network.Answers = "registry.npmjs.org", "A", []string{"104.16.1.35", "104.16.2.35"}
 		}),
 		with(common(14, event.KindNet, 101, "npm"), func(e *event.Event) {
-			e.Family, e.Addr, e.Port, e.BytesSent, e.BytesRecv = "ipv4", "104.16.1.35", 443, 1200, 345678
+			e.Network.Family, e.Network.Addr, e.Network.Port, e.Network.BytesSent, e.Network.BytesRecv = "ipv4", "104.16.1.35", 443, 1200, 345678
 		}),
 		with(common(15, event.KindExit, 101, "npm"), func(e *event.Event) {
-			e.ExitCode = event.Ptr(0)
-			e.Signal = 9
-			e.DurationNS, e.CPUNS, e.MaxRSSKB, e.ReadBytes, e.WriteBytes = 15e6, 7e6, 51200, 4096, 8192
+			e.Process.ExitCode = event.Ptr(0)
+			e.Process.Signal = 9
+			e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB, e.Process.ReadBytes, e.Process.WriteBytes = 15e6, 7e6, 51200, 4096, 8192
 		}),
 		with(common(16, event.KindUring, 103, "bun"), func(e *event.Event) {
-			e.Path, e.RingOp, e.Result, e.ResultUnknown = "/home/dev/.npmrc", "read", event.Ptr(int64(12)), true
+			e.Path, e.Ring.RingOp, e.Result, e.Ring.ResultUnknown = "/home/dev/.npmrc", "read", event.Ptr(int64(12)), true
 		}),
 	}
 }
@@ -103,24 +103,24 @@ func kernelTruthSamples() []*event.Event {
 	with := func(e event.Event, f func(*event.Event)) *event.Event { e.Complete(); f(&e); return &e }
 	return []*event.Event{
 		with(common(16, event.KindSend, 102, "node"), func(e *event.Event) {
-			e.Family, e.Proto, e.Addr, e.Port, e.AddrUser, e.Result = "ipv4", "udp", "192.0.2.7", 9999, true, event.Ptr(int64(5))
+			e.Network.Family, e.Network.Proto, e.Network.Addr, e.Network.Port, e.Network.AddrUser, e.Result = "ipv4", "udp", "192.0.2.7", 9999, true, event.Ptr(int64(5))
 		}),
 		with(common(17, event.KindHandle, 102, "node"), func(e *event.Event) { e.Path, e.Result = "/etc/shadow", event.Ptr(int64(0)) }),
 		with(common(18, event.KindInject, 102, "node"), func(e *event.Event) {
-			e.TargetPID, e.TargetExecID, e.Method, e.Adopted, e.Result = 4242, "4242-9000", "ptrace_attach", true, event.Ptr(int64(0))
+			e.Call.TargetPID, e.Call.TargetExecID, e.Call.Method, e.Call.Adopted, e.Result = 4242, "4242-9000", "ptrace_attach", true, event.Ptr(int64(0))
 		}),
 		with(common(19, event.KindInject, 102, "node"), func(e *event.Event) {
-			e.TargetPID, e.Method, e.TargetNSLocal, e.Result = 3, "process_vm_writev", true, event.Ptr(int64(8))
+			e.Call.TargetPID, e.Call.Method, e.Call.TargetNSLocal, e.Result = 3, "process_vm_writev", true, event.Ptr(int64(8))
 		}),
 		with(common(19, event.KindSignal, 102, "node"), func(e *event.Event) {
-			e.TargetPID, e.Method, e.Signo, e.Result = 77, "kill", 9, event.Ptr(int64(0))
+			e.Call.TargetPID, e.Call.Method, e.Call.Signo, e.Result = 77, "kill", 9, event.Ptr(int64(0))
 		}),
 		with(common(20, event.KindBPF, 102, "node"), func(e *event.Event) {
-			e.Method, e.BPFCmd, e.Result = "bpf", "BPF_PROG_LOAD", event.Ptr(int64(-1))
+			e.Call.Method, e.Call.BPFCmd, e.Result = "bpf", "BPF_PROG_LOAD", event.Ptr(int64(-1))
 		}),
 		with(common(21, event.KindConnect, 102, "node"), func(e *event.Event) {
-			e.Family, e.Addr, e.PeerPID, e.PeerExe, e.PeerInTree = "unix", "/run/docker.sock", 1, "/usr/bin/dockerd", event.Ptr(false)
-			e.FastOpen, e.Result = true, event.Ptr(int64(0))
+			e.Network.Family, e.Network.Addr, e.Network.PeerPID, e.Network.PeerExe, e.Network.PeerInTree = "unix", "/run/docker.sock", 1, "/usr/bin/dockerd", event.Ptr(false)
+			e.Network.FastOpen, e.Result = true, event.Ptr(int64(0))
 		}),
 	}
 }

@@ -20,7 +20,7 @@ func recordWithVerdicts(t *testing.T) (string, []Verdict) {
 	evs := sampleEvents()
 	for _, e := range evs {
 		if e.Kind == event.KindExec {
-			e.SHA256 = "" // the sensor does not hash; the verdict does
+			e.Process.SHA256 = "" // the sensor does not hash; the verdict does
 		}
 	}
 	npm := event.ExecID(101, 5000)
@@ -76,7 +76,7 @@ func TestVerdictsRoundTrip(t *testing.T) {
 			exec = e
 		}
 	}
-	if exec == nil || exec.SHA256 != want[0].SHA256 || exec.ScriptSHA256 != want[1].SHA256 {
+	if exec == nil || exec.SHA256() != want[0].SHA256 || exec.ScriptSHA256() != want[1].SHA256 {
 		t.Fatalf("exec event not filled from the verdicts: %+v", exec)
 	}
 }
@@ -113,8 +113,8 @@ func TestNoVerdicts(t *testing.T) {
 		t.Fatalf("verdicts %v, %v; want none", vs, err)
 	}
 	for _, e := range readAll(t, r, Filter{}) {
-		if e.Kind == event.KindExec && (e.SHA256 != strings.Repeat("ab", 32) || e.ScriptSHA256 != "") {
-			t.Errorf("exec hashes changed: %q %q", e.SHA256, e.ScriptSHA256)
+		if e.Kind == event.KindExec && (e.SHA256() != strings.Repeat("ab", 32) || e.ScriptSHA256() != "") {
+			t.Errorf("exec hashes changed: %q %q", e.SHA256(), e.ScriptSHA256())
 		}
 	}
 }

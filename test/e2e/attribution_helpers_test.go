@@ -137,7 +137,7 @@ func attrLog(t testing.TB, events []*event.Event, res *correlate.Result) {
 			continue
 		}
 		at := res.Of(e.Seq)
-		t.Logf("exec seq %d pid %d ppid %d %s -> %s %s %s after=%v", e.Seq, e.PID, e.PPID, attrArgv(e.Argv), at.Reason, at.ToolCallID, at.Detail, at.AfterReturn)
+		t.Logf("exec seq %d pid %d ppid %d %s -> %s %s %s after=%v", e.Seq, e.PID, e.PPID, attrArgv(e.Argv()), at.Reason, at.ToolCallID, at.Detail, at.AfterReturn)
 	}
 	reasons := make([]string, 0, len(res.Counts))
 	for r, n := range res.Counts {

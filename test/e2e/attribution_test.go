@@ -279,10 +279,10 @@ func attrCheckAPI(t *testing.T, r *Result, events []*event.Event, res *correlate
 	port := r.ServerURL[strings.LastIndexByte(r.ServerURL, ':')+1:]
 	n := 0
 	for _, e := range events {
-		if e.Kind != event.KindConnect || e.Family == "unix" || e.Port == 0 {
+		if e.Kind != event.KindConnect || e.Family() == "unix" || e.Port() == 0 {
 			continue
 		}
-		if strings.TrimLeft(port, "0123456789") != "" || port != strconv.Itoa(int(e.Port)) {
+		if strings.TrimLeft(port, "0123456789") != "" || port != strconv.Itoa(int(e.Port())) {
 			continue
 		}
 		n++
@@ -307,20 +307,20 @@ func attrCheckMini(t *testing.T, events []*event.Event, res *correlate.Result, t
 	}
 	var uname, shells int
 	for _, e := range events {
-		if e.Kind != event.KindExec || len(e.Argv) == 0 {
+		if e.Kind != event.KindExec || len(e.Argv()) == 0 {
 			continue
 		}
 		at := res.Of(e.Seq)
 		switch {
-		case filepath.Base(e.Argv[0]) == "uname":
+		case filepath.Base(e.Argv()[0]) == "uname":
 			uname++
 			if at.ToolCallID != "" || at.Reason != correlate.ReasonAgentBookkeeping || at.Detail != "system-probe" {
 				t.Errorf("uname exec seq %d: call %q %s/%s; want the agent's own system-probe", e.Seq, at.ToolCallID, at.Reason, at.Detail)
 			}
-		case len(e.Argv) == 3 && e.Argv[0] == "/bin/sh" && e.Argv[1] == "-c":
+		case len(e.Argv()) == 3 && e.Argv()[0] == "/bin/sh" && e.Argv()[1] == "-c":
 			shells++
-			if want, ok := byCmd[e.Argv[2]]; !ok || at.ToolCallID != want {
-				t.Errorf("exec seq %d %q: call %q (%s), want %q", e.Seq, e.Argv, at.ToolCallID, at.Reason, want)
+			if want, ok := byCmd[e.Argv()[2]]; !ok || at.ToolCallID != want {
+				t.Errorf("exec seq %d %q: call %q (%s), want %q", e.Seq, e.Argv(), at.ToolCallID, at.Reason, want)
 			}
 		}
 	}
@@ -331,7 +331,7 @@ func attrCheckMini(t *testing.T, events []*event.Event, res *correlate.Result, t
 	if last.Command != fakellm.SubmitCommand || !last.NotExecuted {
 		t.Errorf("last action %q not-executed %v; want the submit command, logged as not executed", last.Command, last.NotExecuted)
 	}
-	if act := res.ByCall[last.ID]; act == nil || act.RootExit == nil || act.RootExit.ExitCode == nil || *act.RootExit.ExitCode != 0 {
+	if act := res.ByCall[last.ID]; act == nil || act.RootExit == nil || act.RootExit.ExitCode() == nil || *act.RootExit.ExitCode() != 0 {
 		t.Errorf("submit action: kernel activity %+v; want its /bin/sh seen exiting 0", act)
 	}
 }
@@ -347,7 +347,7 @@ func attrCheckActivity(t *testing.T, r *Result, res *correlate.Result, calls map
 		return a
 	}
 	c1 := act("pgcall01")
-	if c1.RootExecID == "" || c1.RootExit == nil || c1.RootExit.ExitCode == nil || *c1.RootExit.ExitCode != 0 {
+	if c1.RootExecID == "" || c1.RootExit == nil || c1.RootExit.ExitCode() == nil || *c1.RootExit.ExitCode() != 0 {
 		t.Errorf("call 01: root %q exit %+v; want a root that exited 0", c1.RootExecID, c1.RootExit)
 	}
 	if !attrHasExec(c1.Execs, "mkdir") {
@@ -412,7 +412,7 @@ func attrHasStr(list []string, s string) bool {
 
 func attrHasExec(execs []*event.Event, name string) bool {
 	for _, e := range execs {
-		if filepath.Base(e.Path) == name || len(e.Argv) > 0 && filepath.Base(e.Argv[0]) == name {
+		if filepath.Base(e.Path) == name || len(e.Argv()) > 0 && filepath.Base(e.Argv()[0]) == name {
 			return true
 		}
 	}
