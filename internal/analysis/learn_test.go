@@ -116,6 +116,7 @@ var honestWorkspaces = []string{"/tmp/alpha/project", "/tmp/beta/work/project", 
 // TestPolicyLearn: a policy learned from honest sessions leaves another
 // honest session with no finding of medium or more, while the attack still
 // has them (and the allowlist rules see it).
+// One function over 80 lines: learning, checking and applying one policy is one story.
 func TestPolicyLearn(t *testing.T) {
 	var l policy.Learned
 	for _, cwd := range honestWorkspaces[:3] {

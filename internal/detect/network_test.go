@@ -18,6 +18,7 @@ func (p *tproc) rawSend(addr string, port uint16) *event.Event {
 // TestEgressTricks runs the unexpected-egress cases of names and ports
 // the agent supplies, and of sends without connects. One table of short
 // sessions, so it runs past 80 lines.
+// One function over 80 lines: a table of tricks, each a session and what it must raise.
 func TestEgressTricks(t *testing.T) {
 	curl := func(b *builder, call string) *tproc {
 		ag := b.agent(100, "/usr/local/bin/claude")

@@ -10,6 +10,7 @@ import (
 )
 
 // TestRemoteCodeExec runs the remote-code-exec cases.
+// One function over 80 lines: a table of cases, each a session and its findings.
 func TestRemoteCodeExec(t *testing.T) {
 	runCases(t, []ruleCase{
 		{

@@ -17,6 +17,7 @@ import (
 
 // The test binary doubles as the shim and as a small network client the
 // workload scripts call, so the kernel-tier tests need nothing but sh.
+// One function over 80 lines: it dispatches every helper mode the tests re-execute this binary in.
 func TestMain(m *testing.M) {
 	isolateHelpers() // isolate_linux_test.go's modes
 	if len(os.Args) > 1 {

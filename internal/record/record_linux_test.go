@@ -122,6 +122,7 @@ func listen(t *testing.T, network, addr string) string {
 
 // TestRecordWorkload is the sensor's end-to-end check: a real shell
 // workload under the real programs, with every kind the issue names.
+// One function over 80 lines: every check reads the events of one recorded workload.
 func TestRecordWorkload(t *testing.T) {
 	testenv.RequireRoot(t)
 	self, err := os.Executable()

@@ -318,6 +318,7 @@ func TestUnixPeer(t *testing.T) {
 // /proc/PID/mem into a process outside the tree are recorded with the
 // target, which is traced from then on: the file it reads because of the
 // write is recorded, in an image whose parent is the injector's.
+// One function over 80 lines: every check reads the events of one recorded run.
 func TestInjectAdopts(t *testing.T) {
 	dir, bin := buildTricks(t)
 	type victim struct {

@@ -74,6 +74,7 @@ func TestUringOperationsRecorded(t *testing.T) {
 
 // checkUringRun records one run of testdata/uring.c and checks its
 // events. The table of expectations is most of its length.
+// One function over 80 lines: every check reads the events of one recorded run.
 func checkUringRun(t *testing.T, bin string, env []string) {
 	pl := plantCredentials(t)
 	work := filepath.Join(pl.jail, "work")
