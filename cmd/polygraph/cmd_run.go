@@ -20,11 +20,20 @@ import (
 )
 
 type runOptions struct {
-	json   bool
-	linger time.Duration
-	asRoot bool
+	json          bool
+	linger        time.Duration
+	asRoot        bool
+	keepCaps      bool
+	killLeftovers bool
+	onExit        string
 	reportFlags
 }
+
+// What --on-polygraph-exit may say.
+const (
+	onExitKill  = "kill"
+	onExitLeave = "leave"
+)
 
 // reportFlags are the report options run, attach share.
 type reportFlags struct {
@@ -51,10 +60,19 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 		Long: `Run CMD under the kernel sensor and record every process, file and socket
 operation of its process tree (children stay traced however they detach)
 into a new session. When CMD exits, processes of the tree still running
-are traced for --linger more, then listed as left running.
+are traced until they exit, for up to --linger (30s); those still running
+then are listed as left running and raise a left-running finding
+(--kill-leftovers ends them, SIGTERM then SIGKILL).
 
 Under sudo, CMD runs as the invoking user (with that user's HOME), the way
-it would without polygraph; --as-root keeps root.
+it would without polygraph; --as-root keeps root. A CMD that runs as root
+loses the capabilities that would let it turn the sensor off (CAP_BPF,
+CAP_SYS_ADMIN, CAP_PERFMON, CAP_SYS_PTRACE, CAP_KILL, CAP_SYS_MODULE,
+CAP_SYS_RAWIO, CAP_SYS_BOOT); --keep-caps keeps them.
+
+If polygraph itself dies while recording (even by SIGKILL), CMD is killed
+with it and a watchdog process kills the rest of the tree;
+--on-polygraph-exit=leave leaves them running, untraced.
 
 At exit it prints the report (see 'polygraph report'): the summary, the
 findings, and per tool call what the agent said and what the kernel saw,
@@ -71,20 +89,30 @@ above SEV exists; 1 when polygraph cannot trace.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON on stdout")
-	cmd.Flags().DurationVar(&opts.linger, "linger", 3*time.Second, "keep tracing processes left running this long after CMD exits")
+	cmd.Flags().DurationVar(&opts.linger, "linger", 30*time.Second, "keep tracing processes left running up to this long after CMD exits (0: stop at once)")
 	cmd.Flags().BoolVar(&opts.asRoot, "as-root", false, "under sudo, run CMD as root instead of the invoking user")
+	cmd.Flags().BoolVar(&opts.keepCaps, "keep-caps", false, "let a CMD that runs as root keep the capabilities that can turn the sensor off")
+	cmd.Flags().BoolVar(&opts.killLeftovers, "kill-leftovers", false, "end the processes still running after --linger (SIGTERM, then SIGKILL)")
+	cmd.Flags().StringVar(&opts.onExit, "on-polygraph-exit", onExitKill, "if polygraph dies while recording: kill the traced tree, or leave it running untraced")
 	addReportFlags(cmd, &opts.reportFlags)
 	return cmd
 }
 
 func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr io.Writer) error {
+	if opts.onExit != onExitKill && opts.onExit != onExitLeave {
+		return &usageError{fmt.Errorf("--on-polygraph-exit %q: want %s or %s", opts.onExit, onExitKill, onExitLeave)}
+	}
+	if opts.linger < 0 {
+		return &usageError{fmt.Errorf("--linger %s: want a duration of 0 or more", opts.linger)}
+	}
 	home, err := session.Home()
 	if err != nil {
 		return err
 	}
 	ro := record.Options{
 		Home: home, Mode: "run", Command: args, Linger: opts.linger,
-		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		KillLeftovers: opts.killLeftovers, KeepCaps: opts.keepCaps, LeaveOnExit: opts.onExit == onExitLeave,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Notices: stderr,
 	}
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()

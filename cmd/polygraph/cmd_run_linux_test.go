@@ -87,7 +87,8 @@ func TestRunCommandNotFound(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	home := t.TempDir()
-	for _, args := range [][]string{{"run", "--no-such-flag", "--", "true"}, {"no-such-verb"}, {"run"}} {
+	for _, args := range [][]string{{"run", "--no-such-flag", "--", "true"}, {"no-such-verb"}, {"run"},
+		{"run", "--on-polygraph-exit=maybe", "--", "true"}, {"run", "--linger=-1s", "--", "true"}} {
 		cmd := polygraphCmd(t, home, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

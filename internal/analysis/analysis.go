@@ -55,6 +55,7 @@ type recorded struct {
 	events []*event.Event
 	sum    *report.Summary
 	damage []session.Damage // what the read found wrong with the file
+	left   []session.Leftover
 }
 
 // Run reads the session and the transcript, attributes the events, runs
@@ -100,7 +101,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol})
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
@@ -165,6 +166,7 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 	if err != nil {
 		return recorded{}, err
 	}
+	rec.left = left
 	rec.sum.Finish(m, left, m.ExitCode)
 	return rec, nil
 }
@@ -181,5 +183,5 @@ func findTranscript(ctx context.Context, opt string, meta *session.Meta) (*trans
 		}
 		return discover(ctx, meta), nil
 	}
-	return transcript.ParseFile(opt, transcript.Options{})
+	return transcript.ParseFileContext(ctx, opt, transcript.Options{})
 }

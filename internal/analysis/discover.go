@@ -31,7 +31,7 @@ func discover(ctx context.Context, meta *session.Meta) *transcript.Transcript {
 			break
 		}
 	}
-	tr, err := transcript.ParseFile(best.Path, transcript.Options{})
+	tr, err := transcript.ParseFileContext(ctx, best.Path, transcript.Options{})
 	if err != nil {
 		slog.Warn("could not read the discovered transcript", "path", best.Path, "error", err)
 		return nil

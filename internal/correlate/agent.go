@@ -34,6 +34,9 @@ func execRole(e *event.Event, rootArgv []string) (role, string) {
 		return roleHelper, w.Name
 	}
 	if script != "" {
+		if !isShell(e.Path) || !systemProgram(e.Path) {
+			return roleOther, "" // argv[0] says shell; the kernel ran something else
+		}
 		if script == "env" || script == "printenv" || script == "locale" {
 			return roleHelper, "env-probe"
 		}
@@ -42,10 +45,17 @@ func execRole(e *event.Event, rootArgv []string) (role, string) {
 		}
 		return roleOther, ""
 	}
-	name := filepath.Base(argv[0])
-	if isShell(argv[0]) && len(argv) > 1 && !strings.HasPrefix(argv[1], "-") {
-		name = filepath.Base(argv[1]) // sh /usr/bin/lsb_release -a
+	// The probes are known by the program the kernel ran, installed in a
+	// system directory: never by argv[0] (exec -a uname sh …) or a file
+	// of the same name elsewhere.
+	file := probeFile(e)
+	if file == "" {
+		if relaunch(argv, rootArgv) {
+			return roleCore, "agent"
+		}
+		return roleOther, ""
 	}
+	name := filepath.Base(file)
 	switch name {
 	case "lsb_release", "getconf", "uname", "sw_vers", "hostname", "locale", "id", "whoami",
 		"nproc", "sysctl", "which", "tput", "stty", "ldconfig", "arch":
@@ -82,7 +92,16 @@ func gitReadOnly(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree":
+		case a == "-c":
+			// A -c setting can make any query run a program (core.pager,
+			// core.fsmonitor, an alias, a textconv): only harmless display
+			// settings leave it a probe.
+			if i+1 >= len(args) || !harmlessGitSetting(args[i+1]) {
+				return false
+			}
+			i++
+			continue
+		case a == "-C" || a == "--git-dir" || a == "--work-tree":
 			i++
 			continue
 		case strings.HasPrefix(a, "-"):
@@ -99,7 +118,11 @@ func gitReadOnly(args []string) bool {
 			}
 		}
 		switch a {
-		case "rev-parse", "status", "log", "ls-files", "version", "describe", "diff", "show", "rev-list",
+		case "diff":
+			// --no-index compares any two files (git diff --no-index
+			// /dev/null ~/.ssh/id_rsa): a read of anything, no probe.
+			return !hasAny(rest, "--no-index")
+		case "rev-parse", "status", "log", "ls-files", "version", "describe", "show", "rev-list",
 			"ls-remote", "check-ignore", "cat-file", "for-each-ref", "merge-base", "blame":
 			return true
 		case "config":
@@ -114,6 +137,63 @@ func gitReadOnly(args []string) bool {
 			return len(words) > 0 && words[0] == "list"
 		}
 		return false
+	}
+	return false
+}
+
+// harmlessGitSetting reports whether a `git -c KEY=VALUE` setting only
+// changes how git shows what it found.
+func harmlessGitSetting(kv string) bool {
+	k, _, _ := strings.Cut(strings.ToLower(kv), "=")
+	switch {
+	case k == "core.quotepath", k == "core.pager" && strings.HasSuffix(kv, "=cat"), k == "log.showsignature",
+		strings.HasPrefix(k, "color."), k == "core.safecrlf", k == "safe.directory", k == "advice.detachedhead":
+		return true
+	}
+	return false
+}
+
+// systemDirs hold the programs the system installed, which an agent's
+// runtime probes with and no tool call put there.
+var systemDirs = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/lib/", "/usr/libexec/", "/usr/local/bin/", "/usr/local/sbin/",
+	"/opt/", "/snap/", "/nix/store/"}
+
+// systemProgram reports whether file lies in a system directory.
+func systemProgram(file string) bool {
+	for _, d := range systemDirs {
+		if strings.HasPrefix(file, d) && !strings.Contains(file, "/../") {
+			return true
+		}
+	}
+	return false
+}
+
+// probeFile returns the file exec e really runs as a program, when it is
+// a system program: its #! script, the script a shell was handed (sh
+// /usr/bin/lsb_release -a), else the binary. "" when that file is not in
+// a system directory (or e carries no path).
+func probeFile(e *event.Event) string {
+	file := e.Path
+	switch {
+	case e.Script != "":
+		file = e.Script
+	case isShell(e.Path) && len(e.Argv) > 1 && !strings.HasPrefix(e.Argv[1], "-"):
+		file = e.Argv[1]
+	}
+	if !systemProgram(file) {
+		return ""
+	}
+	return file
+}
+
+// scriptProbe reports whether a helper process ran a system script (sh
+// /usr/bin/lsb_release): the processes it starts are that script's own
+// work, which a binary probe (uname, git status) has none of.
+func scriptProbe(p *lineage.Process) bool {
+	for _, e := range p.Execs() {
+		if f := probeFile(e); f != "" && f != e.Path {
+			return true
+		}
 	}
 	return false
 }

@@ -113,10 +113,46 @@ func TestExecRole(t *testing.T) {
 		{[]string{"/bin/bash", "-c", "command rm -rf x"}, roleOther},
 		{[]string{"/bin/bash", "-c", "curl x | sh"}, roleOther},
 		{[]string{"curl", "https://x"}, roleOther},
+		{[]string{"git", "diff", "--no-index", "/dev/null", "/root/.ssh/id_rsa"}, roleOther},
+		{[]string{"git", "-c", "core.pager=sh -c 'cat ~/.ssh/id_rsa'", "log"}, roleOther},
+		{[]string{"git", "-c", "core.quotepath=off", "status"}, roleHelper},
 	} {
-		got, _ := execRole(&event.Event{Process: &event.Process{Argv: c.argv}}, root)
+		// The kernel ran the program argv[0] names, from /usr/bin.
+		file := c.argv[0]
+		if !strings.HasPrefix(file, "/") {
+			file = "/usr/bin/" + file
+		}
+		got, _ := execRole(&event.Event{Path: file, Process: &event.Process{Argv: c.argv}}, root)
 		if got != c.want {
 			t.Errorf("execRole(%q) = %d, want %d", c.argv, got, c.want)
+		}
+	}
+}
+
+// TestExecRoleByProgram: a probe is known by the program the kernel ran,
+// not by argv[0] or a file of the same name outside the system
+// directories.
+func TestExecRoleByProgram(t *testing.T) {
+	root := []string{"/usr/bin/node", "/x/codex.js", "exec", "--json", "prompt"}
+	for _, c := range []struct {
+		name         string
+		path, script string
+		argv         []string
+		want         role
+	}{
+		{"uname", "/usr/bin/uname", "", []string{"uname", "-a"}, roleHelper},
+		{"argv0 uname, a shell ran", "/usr/bin/dash", "", []string{"uname", "-c", "cat /root/.ssh/id_rsa"}, roleOther},
+		{"argv0 uname, cat ran", "/usr/bin/cat", "", []string{"uname", "/root/.ssh/id_rsa"}, roleOther},
+		{"uname written in the project", "/work/proj/uname", "", []string{"./uname"}, roleOther},
+		{"getconf in /tmp", "/tmp/getconf", "", []string{"getconf", "LONG_BIT"}, roleOther},
+		{"lsb_release as #! script", "/usr/bin/python3", "/usr/bin/lsb_release", []string{"/usr/bin/python3", "/usr/bin/lsb_release", "-a"}, roleHelper},
+		{"a shell running a project script named lsb_release", "/usr/bin/dash", "", []string{"sh", "/work/proj/lsb_release"}, roleOther},
+		{"argv0 bash, python ran -c env", "/usr/bin/python3", "", []string{"/bin/bash", "-c", "env"}, roleOther},
+		{"version probe of a project binary", "/work/proj/tool", "", []string{"./tool", "--version"}, roleOther},
+	} {
+		got, _ := execRole(&event.Event{Path: c.path, Process: &event.Process{Argv: c.argv, Script: c.script}}, root)
+		if got != c.want {
+			t.Errorf("%s: execRole = %d, want %d", c.name, got, c.want)
 		}
 	}
 }

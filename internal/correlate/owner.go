@@ -24,6 +24,9 @@ type owner struct {
 	kind   ownerKind
 	call   *callInfo
 	detail string
+	// spreads says, of a helper, that the processes it starts are
+	// helpers too (helperSpreads).
+	spreads bool
 }
 
 // imageNote is what attribution caches about one image, beside the tree
@@ -95,7 +98,7 @@ func (a *attributor) decideAll() {
 		case p.Parent == nil:
 			// A process whose parent was never seen (lost events, or a
 			// second root): judge it as if the agent had spawned it.
-			*o = a.spawned(p, ownCore, "")
+			*o = a.spawned(p, owner{kind: ownCore})
 		default:
 			pp := p.Parent.Process
 			decide(pp)
@@ -103,7 +106,7 @@ func (a *attributor) decideAll() {
 			case ownCall, ownNone:
 				*o = po
 			default:
-				*o = a.spawned(p, po.kind, po.detail)
+				*o = a.spawned(p, po)
 			}
 		}
 		state[p.Index] = 2
@@ -113,13 +116,14 @@ func (a *attributor) decideAll() {
 	}
 }
 
-// spawned decides a process the agent (or one of its helpers) spawned.
-func (a *attributor) spawned(p *lineage.Process, parent ownerKind, parentDetail string) owner {
+// spawned decides a process the agent (or one of its helpers), parent,
+// spawned.
+func (a *attributor) spawned(p *lineage.Process, parent owner) owner {
 	r, detail := processRole(p, a.rootArgv)
 	if r == roleHelper && detail == "shell-snapshot" {
 		// A snapshot writer never runs a call's command, but its long
 		// script may contain a short one.
-		return owner{kind: ownHelper, detail: detail}
+		return owner{kind: ownHelper, detail: detail, spreads: true}
 	}
 	if ci := a.matchShell(p); ci != nil {
 		return a.own(p, ci, "command")
@@ -134,15 +138,31 @@ func (a *attributor) spawned(p *lineage.Process, parent ownerKind, parentDetail 
 	}
 	switch {
 	case r == roleHelper:
-		return owner{kind: ownHelper, detail: detail}
+		return owner{kind: ownHelper, detail: detail, spreads: helperSpreads(p, detail)}
 	case r == roleCore:
 		return owner{kind: ownCore, detail: detail}
-	case len(p.Execs()) == 0 && parent == ownCore:
+	case len(p.Execs()) == 0 && parent.kind == ownCore:
 		return owner{kind: ownCore, detail: "agent-fork"}
-	case parent == ownHelper:
-		return owner{kind: ownHelper, detail: parentDetail}
+	case len(p.Execs()) == 0 && parent.kind == ownHelper:
+		return owner{kind: ownHelper, detail: parent.detail, spreads: parent.spreads} // a fork of the helper is the helper
+	case parent.kind == ownHelper && parent.spreads:
+		return owner{kind: ownHelper, detail: parent.detail, spreads: true}
 	}
 	return owner{kind: ownNone, detail: "no-call"}
+}
+
+// probeDetails are the helpers execRole knows by their program alone.
+var probeDetails = map[string]bool{"system-probe": true, "git-probe": true, "file-index": true, "env-probe": true,
+	"version-probe": true, "which": true}
+
+// helperSpreads reports whether the processes helper p starts are its
+// own chores too. Those of the agent runtime's wrappers are (a shell
+// snapshot sources the rc files, which run what they run); a probe known
+// by its program is one program doing one query, and what it starts is
+// not the probe, unless it is a system script (lsb_release) whose
+// children are the script's work.
+func helperSpreads(p *lineage.Process, detail string) bool {
+	return !probeDetails[detail] || scriptProbe(p)
 }
 
 // own makes p a root process of ci.

@@ -145,7 +145,7 @@ func want(t *testing.T, res *Result, e *event.Event, reason Reason, callID strin
 		t.Fatalf("seq %d: no attribution", e.Seq)
 	}
 	if at.Reason != reason || at.ToolCallID != callID {
-		t.Errorf("seq %d %s %s%v: got %s %q (%s), want %s %q", e.Seq, e.Kind, e.Path, e.Argv, at.Reason, at.ToolCallID, at.Detail, reason, callID)
+		t.Errorf("seq %d %s %s%v: got %s %q (%s), want %s %q", e.Seq, e.Kind, e.Path, e.Args(), at.Reason, at.ToolCallID, at.Detail, reason, callID)
 	}
 }
 

@@ -32,10 +32,13 @@ type builder struct {
 	pol    *policy.Policy
 	noAttr bool
 	root   int
+	lost   map[string]uint64
+	left   []session.Leftover
+	cwd    string // the session's and every process's cwd (proj unless set)
 }
 
 func newBuilder() *builder {
-	return &builder{now: t0, tr: &transcript.Transcript{Agent: "claude-code"}, calls: map[string]*correlate.CallActivity{}}
+	return &builder{now: t0, tr: &transcript.Transcript{Agent: "claude-code"}, calls: map[string]*correlate.CallActivity{}, cwd: proj}
 }
 
 // proc is a process image in a test session; its events are attributed to
@@ -49,6 +52,7 @@ type tproc struct {
 	call   string
 	reason correlate.Reason
 	late   bool
+	exec   *event.Event // the exec that started it (spawn)
 }
 
 func (b *builder) wait(d time.Duration) { b.now = b.now.Add(d) }
@@ -79,7 +83,7 @@ func (b *builder) emit(p *tproc, e *event.Event) *event.Event {
 // agent starts the agent process (its events are bookkeeping).
 func (b *builder) agent(pid uint32, bin string) *tproc {
 	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonAgentBookkeeping}
-	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: []string{path.Base(bin)}, Cwd: proj}})
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: []string{path.Base(bin)}, Cwd: b.cwd}})
 	b.agents = append(b.agents, p.img)
 	b.root = int(pid)
 	return p
@@ -88,7 +92,7 @@ func (b *builder) agent(pid uint32, bin string) *tproc {
 // stranger is a process outside any call (unattributed).
 func (b *builder) stranger(pid uint32, bin string, argv ...string) *tproc {
 	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonUnattributed}
-	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: proj}})
+	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: b.cwd}})
 	return p
 }
 
@@ -106,7 +110,7 @@ func (b *builder) call(id string) *transcript.ToolCall {
 
 func (b *builder) shell(id, command string) *transcript.ToolCall {
 	c := b.call(id)
-	c.Kind, c.Tool, c.Command, c.Cwd = transcript.KindShell, "Bash", command, proj
+	c.Kind, c.Tool, c.Command, c.Cwd = transcript.KindShell, "Bash", command, b.cwd
 	return c
 }
 
@@ -145,10 +149,17 @@ func (p *tproc) spawn(pid uint32, call string, bin string, argv ...string) *tpro
 		argv = []string{path.Base(bin)}
 	}
 	c.parent, c.img = forkImg, img
-	b.emit(c, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: proj}})
+	c.exec = b.emit(c, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: argv, Cwd: b.cwd}})
 	c.comm = path.Base(bin)
 	return c
 }
+
+// home sets the HOME the process's exec recorded.
+func (p *tproc) home(h string) *tproc { p.exec.Home = h; return p }
+
+// script sets the #! script the process's exec ran (its bin being the
+// interpreter).
+func (p *tproc) script(file string) *tproc { p.exec.Script = file; return p }
 
 func (p *tproc) open(file, access string) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(int64(3))})
@@ -204,7 +215,8 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: proj, RootPID: b.root}, Policy: b.pol}
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: b.cwd, RootPID: b.root, Lost: b.lost},
+		Leftovers: b.left, Policy: b.pol}
 	if b.noAttr {
 		return in
 	}

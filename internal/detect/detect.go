@@ -23,7 +23,10 @@ type Input struct {
 	// (claims, unattributed activity) do not run.
 	Attribution *correlate.Result
 	Meta        session.Meta
-	Policy      *policy.Policy // nil: policy.Default()
+	// Leftovers are the processes of the tree still running when tracing
+	// stopped (the session's list).
+	Leftovers []session.Leftover
+	Policy    *policy.Policy // nil: policy.Default()
 }
 
 // Run applies every enabled rule and returns the findings sorted by

@@ -63,6 +63,18 @@ type facts struct {
 	// commands caches the command-set verdicts on exec events, by command
 	// set and exec number.
 	commands [][]int8
+
+	// homes are the session's home (homes[0], meta.Home) and the other
+	// HOMEs exec events recorded; imageHome[im.Index] is the one image im
+	// ran with (whose.go). writtenAt is the seq of the first successful
+	// write of each path written, by path id. workspace are the
+	// directories the agent works in; progNames caches programNames by
+	// image index.
+	homes     []string
+	imageHome []int32
+	writtenAt map[int32]uint64
+	workspace []string
+	progNames [][]string
 }
 
 // fact is what the rules ask of one event.
@@ -116,6 +128,8 @@ func newFacts(in Input) *facts {
 		}
 	}
 	s.learn()
+	s.learnHomes()
+	s.learnWorkspace()
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}
@@ -148,7 +162,7 @@ func (s *facts) traceAgent(root uint32) {
 		queue = queue[1:]
 		for _, kids := range [2][]*lineage.Image{p.Next, p.Children} {
 			for _, c := range kids {
-				if s.agent[c.ID] || c.Exec != nil && !s.pol.AgentProgram(s.names(c.ID)) {
+				if s.agent[c.ID] || c.Exec != nil && !s.pol.AgentProgram(s.programNames(c.ID)) {
 					continue
 				}
 				s.agent[c.ID] = true
@@ -211,6 +225,7 @@ func (s *facts) walk() {
 	s.byEvent = make([]fact, len(s.events))
 	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
 	s.paths = newPathIndex()
+	s.writtenAt = map[int32]uint64{}
 	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	var mode accessMode
@@ -300,6 +315,9 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 	}
 	if ok {
 		f.written = wt
+		if _, seen := s.writtenAt[wt]; wt >= 0 && !seen {
+			s.writtenAt[wt] = e.Seq
+		}
 		if open && mode.reads {
 			f.flags |= fRead
 		}

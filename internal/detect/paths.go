@@ -10,15 +10,16 @@ import (
 // newPathList: nothing else in the package names it.
 type pathList struct {
 	n   int // its index in a pathIndex's tables
-	ask func(p *policy.Policy, path, home string) (policy.PathRule, bool)
+	ask func(s *facts, path, home string) (policy.PathRule, bool)
 }
 
 // numPathLists counts the path lists declared.
 var numPathLists int
 
-// newPathList declares a path list asked with ask. Call it only to
-// initialise a package-level variable.
-func newPathList(ask func(p *policy.Policy, path, home string) (policy.PathRule, bool)) *pathList {
+// newPathList declares a path list asked with ask, which sees the facts
+// (their policy, their workspace) and the home the path is read against.
+// Call it only to initialise a package-level variable.
+func newPathList(ask func(s *facts, path, home string) (policy.PathRule, bool)) *pathList {
 	l := &pathList{n: numPathLists, ask: ask}
 	numPathLists++
 	return l
@@ -26,19 +27,31 @@ func newPathList(ask func(p *policy.Policy, path, home string) (policy.PathRule,
 
 // newPathSet declares a path list whose entries say nothing but that they
 // match.
-func newPathSet(has func(p *policy.Policy, path, home string) bool) *pathList {
-	return newPathList(func(p *policy.Policy, path, home string) (policy.PathRule, bool) {
-		return policy.PathRule{}, has(p, path, home)
+func newPathSet(has func(s *facts, path, home string) bool) *pathList {
+	return newPathList(func(s *facts, path, home string) (policy.PathRule, bool) {
+		return policy.PathRule{}, has(s, path, home)
 	})
 }
 
-// The path lists more than one rule asks about.
+// policyList is a path list of the policy, asked as it is.
+func policyList(ask func(p *policy.Policy, path, home string) (policy.PathRule, bool)) *pathList {
+	return newPathList(func(s *facts, path, home string) (policy.PathRule, bool) { return ask(s.pol, path, home) })
+}
+
+// policySet is a yes-or-no path list of the policy, asked as it is.
+func policySet(has func(p *policy.Policy, path, home string) bool) *pathList {
+	return newPathSet(func(s *facts, path, home string) bool { return has(s.pol, path, home) })
+}
+
+// The path lists more than one rule asks about. Noise is the policy's
+// noise outside the workspace, and inside it only the caches the policy
+// names at any depth (workspaceNoise).
 var (
-	setSensitive   = newPathList((*policy.Policy).Sensitive)
-	setAgentConfig = newPathList((*policy.Policy).AgentConfig)
-	setTamper      = newPathList((*policy.Policy).Tamper)
-	setNoise       = newPathSet((*policy.Policy).Noise)
-	setSystem      = newPathSet(func(_ *policy.Policy, p, _ string) bool { return systemRead(p) })
+	setSensitive   = policyList((*policy.Policy).Sensitive)
+	setAgentConfig = policyList((*policy.Policy).AgentConfig)
+	setTamper      = policyList((*policy.Policy).Tamper)
+	setNoise       = newPathSet((*facts).noise)
+	setSystem      = newPathSet(func(_ *facts, p, _ string) bool { return systemRead(p) })
 )
 
 // pathIndex numbers the distinct paths of a session and keeps, per path,
@@ -50,6 +63,9 @@ type pathIndex struct {
 	// -1 for no match, n > 0 for rules[list][n-1].
 	verdicts [][]int32
 	rules    [][]policy.PathRule
+	// byHome holds the verdicts against the other homes (matchOf), which
+	// few sessions have.
+	byHome map[homeVerdict]int32
 }
 
 func newPathIndex() pathIndex {
@@ -97,7 +113,7 @@ func (s *facts) match(l *pathList, id int32) (policy.PathRule, bool) {
 	case n < 0:
 		return policy.PathRule{}, false
 	}
-	r, ok := l.ask(s.pol, x.strs[id], s.home)
+	r, ok := l.ask(s, x.strs[id], s.home)
 	if !ok {
 		v[id] = -1
 		return policy.PathRule{}, false
@@ -105,6 +121,46 @@ func (s *facts) match(l *pathList, id int32) (policy.PathRule, bool) {
 	x.rules[l.n] = append(x.rules[l.n], r)
 	v[id] = int32(len(x.rules[l.n]))
 	return r, true
+}
+
+// matchOf is match for the path of events[i], read against the session's
+// home and, when it matches nothing there, against the HOME the event's
+// process had (homeOf): a credential file of whichever home the program
+// reads as "~". Every /home/NAME and /root count as homes anyway.
+func (s *facts) matchOf(l *pathList, i int, id int32) (policy.PathRule, bool) {
+	if r, ok := s.match(l, id); ok || id < 0 || len(s.homes) < 2 {
+		return r, ok
+	}
+	h := s.homeOf(s.events[i])
+	if h <= 0 {
+		return policy.PathRule{}, false
+	}
+	key := homeVerdict{list: l.n, path: id, home: h}
+	x := &s.paths
+	if n, ok := x.byHome[key]; ok {
+		if n < 0 {
+			return policy.PathRule{}, false
+		}
+		return x.rules[l.n][n-1], true
+	}
+	if x.byHome == nil {
+		x.byHome = map[homeVerdict]int32{}
+	}
+	r, ok := l.ask(s, x.strs[id], s.homes[h])
+	if !ok {
+		x.byHome[key] = -1
+		return policy.PathRule{}, false
+	}
+	x.rules[l.n] = append(x.rules[l.n], r)
+	x.byHome[key] = int32(len(x.rules[l.n]))
+	return r, true
+}
+
+// homeVerdict keys what a path list said of a path read against one of
+// the session's other homes.
+type homeVerdict struct {
+	list       int
+	path, home int32
 }
 
 // is reports whether the path with id is in path list l.
@@ -119,6 +175,9 @@ func (s *facts) is(l *pathList, id int32) bool {
 type commandSet struct {
 	n     int // its index in facts.commands
 	match func(p *policy.Policy, argv []string) (string, bool)
+	// resolved: match the program the kernel ran (the exec's path) in
+	// place of argv[0], which the caller chose.
+	resolved bool
 }
 
 // numCommandSets counts the command sets declared.
@@ -132,6 +191,14 @@ func newCommandSet(match func(p *policy.Policy, argv []string) (string, bool)) *
 	return c
 }
 
+// newResolvedCommandSet declares a command set matched, with match, on
+// the program the kernel ran and argv[1:]: `exec -a pytest echo` is echo.
+func newResolvedCommandSet(match func(p *policy.Policy, argv []string) (string, bool)) *commandSet {
+	c := newCommandSet(match)
+	c.resolved = true
+	return c
+}
+
 // runs reports whether the exec event numbered n runs a command of set.
 // A claim rule asks again for every claim.
 func (s *facts) runs(set *commandSet, n int32) bool {
@@ -142,7 +209,12 @@ func (s *facts) runs(set *commandSet, n int32) bool {
 	}
 	if c[n] == 0 {
 		c[n] = -1
-		if _, ok := set.match(s.pol, s.events[s.execs[n]].Argv); ok {
+		e := s.events[s.execs[n]]
+		argv := e.Argv
+		if set.resolved && len(argv) > 0 && e.Path != "" {
+			argv = append([]string{e.Path}, argv[1:]...)
+		}
+		if _, ok := set.match(s.pol, argv); ok {
 			c[n] = 1
 		}
 	}

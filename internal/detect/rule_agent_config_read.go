@@ -25,14 +25,14 @@ func agentConfigRead(s *run) []Finding {
 		if f.flags&fRead == 0 || f.flags&fOwn != 0 {
 			continue
 		}
-		r, ok := s.match(setAgentConfig, f.path)
+		r, ok := s.matchOf(setAgentConfig, i, f.path)
 		if !ok {
 			continue
 		}
 		e := s.events[i]
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
-		names := s.names(e.ExecID)
+		names := s.programNames(e.ExecID)
 		if r.IsClient(names) {
 			if s.attr == nil {
 				continue // without a transcript, the agent's own program is the agent

@@ -24,7 +24,7 @@ func init() {
 // The policy lists only this rule asks about.
 var (
 	cmdPublish  = newCommandSet((*policy.Policy).Publish)
-	setArtifact = newPathSet((*policy.Policy).Artifact)
+	setArtifact = policySet((*policy.Policy).Artifact)
 )
 
 // massPublish is the mass-publish rule: one finding per session that puts

@@ -34,12 +34,12 @@ func sandboxTamper(s *run) []Finding {
 		}
 		e := s.events[i]
 		for _, id := range paths[:n] {
-			r, ok := s.match(setTamper, id)
+			r, ok := s.matchOf(setTamper, i, id)
 			if !ok {
 				continue
 			}
 			p := s.paths.strs[id]
-			if s.attr == nil && r.IsClient(s.names(e.ExecID)) {
+			if s.attr == nil && r.IsClient(s.programNames(e.ExecID)) {
 				continue // without a transcript, the agent's own program is the agent
 			}
 			verb := "written"

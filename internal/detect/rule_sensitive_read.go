@@ -24,17 +24,17 @@ func sensitiveRead(s *run) []Finding {
 		if f.flags&fRead == 0 {
 			continue
 		}
-		if _, ok := s.match(setAgentConfig, f.path); ok {
+		if _, ok := s.matchOf(setAgentConfig, i, f.path); ok {
 			continue // agent-config-read's
 		}
-		r, ok := s.match(setSensitive, f.path)
+		r, ok := s.matchOf(setSensitive, i, f.path)
 		if !ok {
 			continue
 		}
 		e := s.events[i]
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
-		names := s.names(e.ExecID)
+		names := s.programNames(e.ExecID)
 		switch {
 		case s.agentOwn(e):
 			sev, note = SeverityInfo, "the agent's own start-up or bookkeeping read"

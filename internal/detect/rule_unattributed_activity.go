@@ -97,8 +97,13 @@ func activityFinding(s *run, k activityKey, top string, imgSet map[string]bool, 
 		}
 	}
 	sum := s.summarize(imgs, func(e *event.Event) bool { return inGroup[e.Seq] })
+	// What no call explains is worth a look once it writes, reads secrets
+	// or reaches out. A call's process going on after the call returned
+	// (a server, a watcher, a `cmd &` the transcript shows) is the call's
+	// visible work continuing: writing into the workspace is what it was
+	// started for; only secrets, egress or writes elsewhere raise it.
 	sev := SeverityLow
-	if sum.egress || len(sum.writes) > 0 || sum.secret {
+	if sum.egress || sum.secret || len(sum.writes) > 0 && (k.cat != "late" || sum.outside) {
 		sev = SeverityMedium
 	}
 	var seqs []uint64
@@ -127,17 +132,17 @@ func meaningful(s *run, i int32) bool {
 	case f.flags&(fExec|fEgress) != 0, e.Kind == event.KindBind, e.Kind == event.KindAccept:
 		return true
 	case f.written >= 0:
-		if _, ok := s.match(setTamper, f.written); ok {
+		if _, ok := s.matchOf(setTamper, int(i), f.written); ok {
 			return true
 		}
 		return !s.is(setNoise, f.written)
 	case f.flags&fRemoved != 0:
 		return !s.is(setNoise, f.path)
 	case f.flags&fRead != 0:
-		if _, ok := s.match(setSensitive, f.path); ok {
+		if _, ok := s.matchOf(setSensitive, int(i), f.path); ok {
 			return true
 		}
-		if _, ok := s.match(setAgentConfig, f.path); ok {
+		if _, ok := s.matchOf(setAgentConfig, int(i), f.path); ok {
 			return true
 		}
 		return !s.is(setSystem, f.path) && !s.is(setNoise, f.path)

@@ -47,7 +47,7 @@ func writeThenExec(s *run) []Finding {
 		if w == nil || done[target] {
 			continue
 		}
-		if s.pol.BuildTool(s.names(w.ExecID)) {
+		if s.pol.BuildTool(s.programNames(w.ExecID)) {
 			continue // a compiler's or package manager's output, run as intended
 		}
 		done[target] = true
@@ -77,30 +77,29 @@ func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target str
 }
 
 // writtenExecuted is the finding on target, written by w and executed by
-// e.
+// e. Edit-then-run is what coding agents do all day: it is low, info when
+// the agent wrote the file with its own write tool (the transcript shows
+// its content) or a test run interprets a workspace file; it rises only
+// on what the run did or where the file came from: medium when the
+// writer had downloaded it, high when the run read credentials, reached
+// outside the allowlist or touched persistence or privilege paths. A
+// temporary or hidden location is said, not held against it.
 func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) Finding {
 	tree := s.summarize(s.tree.Subtree(e.ExecID), nil)
-	base := path.Base(target)
-	hiddenOrTemp := strings.HasPrefix(base, ".") || strings.HasPrefix(target, "/tmp/") ||
-		strings.HasPrefix(target, "/var/tmp/") || strings.HasPrefix(target, "/dev/shm/")
 	sev := SeverityLow
 	var why []string
-	if at, _ := s.attribution(w); viaInterp && at.Reason == correlate.ReasonInProcess {
-		// A script the agent wrote with its own write tool and ran
-		// through an interpreter: the transcript shows its content.
-		sev = SeverityInfo
+	if at, _ := s.attribution(w); at.Reason == correlate.ReasonInProcess {
+		sev = SeverityInfo // the transcript shows what the agent wrote
+	} else if s.inWorkspace(target) && s.inTestRun(e) {
+		sev = SeverityInfo // the tests interpreting the project
 	}
 	if downloaded(s, w) {
 		sev = SeverityMedium
 		why = append(why, "the writer had downloaded it")
 	}
-	if hiddenOrTemp {
-		sev = SeverityMedium
-		why = append(why, "it lives in a temporary or hidden location")
-	}
-	if tree.egress || tree.secret {
+	if tree.egress || tree.secret || s.touchedGuarded(e.ExecID) {
 		sev = SeverityHigh
-		why = append(why, "what it ran reached outside the allowlist or read credentials")
+		why = append(why, "what it ran reached outside the allowlist, read credentials or touched persistence or privilege paths")
 	}
 	_, writer := s.actor(w)
 	call, runner := s.actor(e)
@@ -111,8 +110,12 @@ func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) F
 	if viaInterp {
 		how = "run by `" + path.Base(e.Path) + "`"
 	}
-	detail := fmt.Sprintf("%s was written by %s, then %s by %s. That execution %s.",
-		s.display(target), writer, how, runner, tree)
+	where := ""
+	if strings.HasPrefix(path.Base(target), ".") || s.temporary(target) {
+		where = " (a temporary or hidden location)"
+	}
+	detail := fmt.Sprintf("%s%s was written by %s, then %s by %s. That execution %s.",
+		s.display(target), where, writer, how, runner, tree)
 	if len(why) > 0 {
 		detail += " Severity: " + strings.Join(why, "; ") + "."
 	}
@@ -120,8 +123,28 @@ func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) F
 	return s.finding(sev, "Written file executed: "+s.display(target), detail, call, capped(seqs, 50), false)
 }
 
+// touchedGuarded reports whether the subtree of image id wrote a
+// persistence or privilege path.
+func (s *facts) touchedGuarded(id string) bool {
+	for _, im := range s.tree.Subtree(id) {
+		for _, i := range im.Events {
+			if f := &s.byEvent[i]; f.written >= 0 && guardedPath(s.paths.strs[f.written]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// guardedPath reports whether p is a persistence or privilege path
+// (authorized_keys, rc files, cron, sudoers…). The lists are the policy's,
+// which the persistence and privilege-escalation rules bring; until they
+// land it knows none.
+func guardedPath(p string) bool { return false }
+
 // downloaded reports whether write w's process is a downloader or had
-// reached the network before it wrote.
+// reached the network before it wrote. The agent's own model traffic is
+// not downloading: what its write tool writes, the transcript shows.
 func downloaded(s *run, w *event.Event) bool {
 	for _, n := range s.names(w.ExecID) {
 		if n == "curl" || n == "wget" || n == "aria2c" || n == "fetch" {
@@ -130,7 +153,7 @@ func downloaded(s *run, w *event.Event) bool {
 	}
 	if p := s.tree.Image(w.ExecID); p != nil {
 		for _, j := range p.Events {
-			if x := s.events[j]; s.byEvent[j].flags&fEgress != 0 && x.Port != 53 && x.Seq < w.Seq {
+			if x := s.events[j]; s.byEvent[j].flags&(fEgress|fOwn) == fEgress && x.Port != 53 && x.Seq < w.Seq {
 				return true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -24,7 +25,7 @@ func TestWriteThenExec(t *testing.T) {
 				e.exit(0)
 				r.exit(0)
 			},
-			want: []string{"low write-then-exec"},
+			want: []string{"info write-then-exec"}, // the transcript shows what it wrote
 			check: func(t *testing.T, fs []Finding) {
 				if f := fs[0]; f.ToolCallID != "t2" || !strings.Contains(f.Detail, "echo hi") || len(f.Evidence) < 2 {
 					t.Errorf("finding %+v", f)
@@ -43,9 +44,10 @@ func TestWriteThenExec(t *testing.T) {
 				l.exit(0)
 				x.exit(0)
 			},
-			want: []string{"medium write-then-exec"},
+			want: []string{"low write-then-exec"}, // /tmp is said, not held against it
 			check: func(t *testing.T, fs []Finding) {
-				if f := fs[0]; !strings.Contains(f.Title, "/tmp/pgx.sh") || !strings.Contains(f.Detail, "ls /") || !strings.Contains(f.Detail, "run by `dash`") {
+				if f := fs[0]; !strings.Contains(f.Title, "/tmp/pgx.sh") || !strings.Contains(f.Detail, "ls /") || !strings.Contains(f.Detail, "run by `dash`") ||
+					!strings.Contains(f.Detail, "temporary") {
 					t.Errorf("finding %+v", f)
 				}
 			},
@@ -79,6 +81,56 @@ func TestWriteThenExec(t *testing.T) {
 				x.exit(0)
 			},
 			want: []string{"high write-then-exec", "medium unexpected-egress", "medium unexpected-egress"},
+		},
+		{
+			name: "the tests interpret a module the agent edited with sed",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "sed -i s/-/+/ calc.sh && make test")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "sed -i s/-/+/ calc.sh && make test")
+				sed := sh.spawn(201, "", "/usr/bin/sed", "sed", "-i", "s/-/+/", "calc.sh")
+				sed.open(proj+"/calc.sh", "write")
+				mk := sh.spawn(202, "", "/usr/bin/make", "make", "test")
+				run := mk.spawn(203, "", "/usr/bin/dash", "sh", "calc.sh")
+				run.open(proj+"/calc.sh", "read")
+			},
+			want: []string{"info write-then-exec"},
+		},
+		{
+			name: "the agent's model traffic does not make its write a download",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				api := *ag
+				api.reason = correlate.ReasonAgentAPI
+				api.connect("203.0.113.9", 443) // the model API
+				b.tool("t1", transcript.KindWrite, proj+"/fix.sh")
+				ag.inCall("t1").open(proj+"/fix.sh", "write,create")
+				b.shell("t2", "./fix.sh")
+				ag.spawn(200, "t2", proj+"/fix.sh", "./fix.sh").exit(0)
+			},
+			want: []string{"info write-then-exec"},
+		},
+		{
+			name: "downloaded by curl, run: medium",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "curl -o x.sh http://mirror/x.sh && sh x.sh")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				sh.spawn(201, "", "/usr/bin/curl", "curl", "-o", "x.sh", "http://mirror/x.sh").open(proj+"/x.sh", "write,create")
+				sh.spawn(202, "", "/usr/bin/dash", "sh", "x.sh").open(proj+"/x.sh", "read")
+			},
+			want: []string{"medium write-then-exec"},
+		},
+		{
+			name: "a written script whose run reads a key: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/fix.sh")
+				ag.inCall("t1").open(proj+"/fix.sh", "write,create")
+				b.shell("t2", "sh fix.sh")
+				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "fix.sh").open(home+"/.ssh/id_rsa", "read")
+			},
+			want: []string{"high write-then-exec", "high sensitive-read"},
 		},
 	})
 }

@@ -16,7 +16,9 @@ type treeSummary struct {
 	children int
 	secret   bool // read a credential or agent config path
 	egress   bool // reached a destination outside the allowlist
-	seqs     []uint64
+	// outside: some of writes are outside the workspace.
+	outside bool
+	seqs    []uint64
 }
 
 // systemRead reports reads every process makes: libraries, locale data,
@@ -69,14 +71,15 @@ func (s *facts) summarize(imgs []*lineage.Image, keep func(*event.Event) bool) t
 				}
 				if !seenW[w] {
 					seenW[w] = true
+					sum.outside = sum.outside || !s.inWorkspace(s.paths.strs[w])
 					sum.writes = append(sum.writes, s.display(s.paths.strs[w]))
 				}
 				sum.seqs = append(sum.seqs, e.Seq)
 			case f.flags&fRead != 0:
-				if _, ok := s.match(setSensitive, f.path); ok {
+				if _, ok := s.matchOf(setSensitive, int(j), f.path); ok {
 					sum.secret = true
 					sum.seqs = append(sum.seqs, e.Seq)
-				} else if _, ok := s.match(setAgentConfig, f.path); ok {
+				} else if _, ok := s.matchOf(setAgentConfig, int(j), f.path); ok {
 					sum.secret = true
 					sum.seqs = append(sum.seqs, e.Seq)
 				}

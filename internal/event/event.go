@@ -108,7 +108,12 @@ type Process struct {
 	Cwd           string   `json:"cwd,omitempty"`
 	// Script is, for a script run through its #! interpreter (Path), the
 	// script itself, resolved against Cwd.
-	Script string  `json:"script,omitempty"`
+	Script string `json:"script,omitempty"`
+	// Home is the HOME of the exec's environment, when the sensor
+	// recorded it ("" otherwise): the home whose dotfiles the program and
+	// its subtree read as "~/", which need not be polygraph's own (env -i
+	// HOME=…, sudo -u, a CI runner).
+	Home   string  `json:"home,omitempty"`
 	UID    *uint32 `json:"uid,omitempty"`
 	SHA256 string  `json:"sha256,omitempty"`
 	// Deleted: the image file had no links left when it ran (unlinked

@@ -121,6 +121,10 @@ func (s *CommandSet) matches(i int, name string, args []string) bool {
 var interpreters = map[string]bool{"node": true, "python": true, "ruby": true, "perl": true,
 	"php": true, "bun": true, "deno": true, "sh": true, "bash": true, "dash": true, "zsh": true}
 
+// Interpreter reports whether the program at path p (or named p) runs
+// scripts: node, python, a shell…
+func Interpreter(p string) bool { return interpreters[ProgramName(p)] }
+
 var reVersioned = regexp.MustCompile(`^(python|pip|ruby|gem|perl|php|node|nodejs|bundle|bundler|pytest|easy_install|idle|pydoc)[0-9][0-9.]*$`)
 
 // ProgramName normalises one program path or argv[0] to the name command

@@ -36,7 +36,10 @@ var DefaultRegistries = []string{
 var DefaultPublishHosts = []string{"upload.pypi.org", "test.pypi.org"}
 
 var (
-	sshClients    = []string{"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen", "git", "rsync"}
+	// sshClients read ssh's files themselves. git and rsync reach a
+	// remote through ssh, which reads the keys: git itself reading one
+	// (git diff --no-index /dev/null ~/.ssh/id_rsa) is no client's read.
+	sshClients    = []string{"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen"}
 	npmClients    = []string{"npm", "npx", "pnpm", "pnpx", "yarn", "bun"}
 	chromeClients = []string{"chrome", "google-chrome*", "chromium*", "brave*", "msedge", "microsoft-edge*"}
 )
@@ -47,7 +50,7 @@ var DefaultSensitivePaths = []PathRule{
 	{Path: "!~/.ssh/known_hosts*"},
 	{Path: "!~/.ssh/*.pub"},
 	{Path: "!~/.ssh/authorized_keys*"},
-	{Path: "~/.ssh/config", Clients: sshClients, Severity: "low"},
+	{Path: "~/.ssh/config", Clients: append(slices.Clone(sshClients), "git", "rsync"), Severity: "low"},
 	{Path: "~/.ssh/**", Clients: sshClients},
 	{Path: "~/.aws/credentials", Clients: []string{"aws", "aws_completer", "terraform", "pulumi"}},
 	{Path: "~/.aws/config", Clients: []string{"aws", "aws_completer", "terraform", "pulumi"}, Severity: "medium"},

@@ -97,6 +97,19 @@ func TestMain(m *testing.M) {
 			}
 			fmt.Println(l.Addr().(*net.TCPAddr).Port)
 			os.Exit(0)
+		case "__bpf":
+			// __bpf MARKER: try what a tree must not be able to do to the
+			// sensor, print what happened, then read MARKER.
+			bpfTamper(os.Args[2])
+		case "__storm":
+			// __storm FILE N: open FILE N times, as fast as possible.
+			n, _ := strconv.Atoi(os.Args[3])
+			for i := 0; i < n; i++ {
+				if fd, err := unix.Open(os.Args[2], unix.O_RDONLY, 0); err == nil {
+					unix.Close(fd)
+				}
+			}
+			os.Exit(0)
 		case "__resolve":
 			// __resolve NAME SERVER: look NAME up with Go's resolver at SERVER.
 			r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

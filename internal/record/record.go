@@ -32,9 +32,25 @@ type Options struct {
 	Credential *syscall.Credential
 	AttachPID  int           // attach: the root of the tree to join
 	Linger     time.Duration // run: how long to keep tracing leftovers after the command exits
-	Stdin      io.Reader
-	Stdout     io.Writer
-	Stderr     io.Writer
+	// KillLeftovers (run) ends the processes still running when the
+	// linger is over, SIGTERM then SIGKILL, before tracing stops, so
+	// their ends are recorded.
+	KillLeftovers bool
+	// KeepCaps (run) leaves a command that runs as root its capabilities;
+	// by default the shim drops DroppedCaps (Linux), so the tree cannot
+	// unload the sensor or edit its maps.
+	KeepCaps bool
+	// LeaveOnExit (run) leaves the tree running, untraced, if polygraph
+	// dies while recording. By default the command is killed with it (the
+	// parent-death signal) and a watchdog process kills the rest of the
+	// tree.
+	LeaveOnExit bool
+	// Notices receives polygraph's own one-line messages while recording
+	// (the linger's); nil drops them.
+	Notices io.Writer
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
 	// Observe sees every event as it is stored (the demo's timeline).
 	Observe func(*event.Event)
 	// Started is called once the session exists, with its metadata.

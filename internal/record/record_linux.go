@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -60,6 +61,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	case "attach":
 		err = attachTree(ctx, s, o.AttachPID)
 	default:
+		// The watchdog stands by until the session is closed: polygraph
+		// can die while it ends leftovers, too.
+		if !o.LeaveOnExit {
+			defer startWatchdog(s).release()
+		}
 		res.ExitCode, err = runCommand(ctx, s, w, o, &shimImage)
 	}
 	if err != nil {
@@ -67,7 +73,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		w.Close(nil)
 		return nil, err
 	}
-	if err := finish(s, w, &res); err != nil {
+	if err := finish(s, w, &res, o); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -101,21 +107,23 @@ func newMeta(o Options, unavailable []string) session.Meta {
 	return meta
 }
 
-// finish stops the sensor once the tree is done, lists what outlived it,
-// stores the loss counters and closes the session.
-func finish(s *sensor.Sensor, w *session.Writer, res *Result) error {
+// finish stops the sensor once the tree is done, lists what outlived it
+// (ending it first with KillLeftovers), stores the loss counters and
+// closes the session.
+func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options) error {
 	// Whatever is still tracked now outlived the command (and the linger).
 	alive := s.Tracked()
 	slog.Debug("command done; stopping sensor", "alive", len(alive))
+	if o.KillLeftovers && len(alive) > 0 {
+		// Listed first: they are gone after.
+		res.Leftovers = leftovers(s, alive)
+		notice(o, "polygraph: ending %s the command left running (--kill-leftovers)", processes(len(res.Leftovers)))
+		endLeftovers(s, alive)
+	}
 	s.Stop()
 	slog.Debug("sensor stopped")
-	for _, pid := range alive {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-			continue // exited between the check and the stop
-		}
-		res.Leftovers = append(res.Leftovers, session.Leftover{
-			PID: pid, ExecID: s.Decoder().ExecIDOf(pid), Comm: procComm(int(pid)), Argv: procArgv(int(pid)),
-		})
+	if !o.KillLeftovers {
+		res.Leftovers = leftovers(s, alive)
 	}
 	res.Stats = s.Stats()
 	w.SetLost("ringbuf", res.Stats.RingLost)
@@ -133,6 +141,59 @@ func finish(s *sensor.Sensor, w *session.Writer, res *Result) error {
 	return nil
 }
 
+// leftovers describes the pids of alive that are still running.
+func leftovers(s *sensor.Sensor, alive []uint32) []session.Leftover {
+	var out []session.Leftover
+	for _, pid := range alive {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			continue // exited between the check and now
+		}
+		out = append(out, session.Leftover{
+			PID: pid, ExecID: s.Decoder().ExecIDOf(pid), Comm: procComm(int(pid)), Argv: procArgv(int(pid)),
+		})
+	}
+	return out
+}
+
+// endLeftovers sends SIGTERM to the leftovers, gives them termGrace to
+// exit, then SIGKILLs whatever the tree still holds (a child forked in
+// the meantime included) until it is empty or killGrace has passed. The
+// sensor still runs, so their exits are recorded.
+func endLeftovers(s *sensor.Sensor, alive []uint32) {
+	const termGrace, killGrace = 2 * time.Second, time.Second
+	for _, pid := range alive {
+		unix.Kill(int(pid), unix.SIGTERM)
+	}
+	waitEmpty := func(d time.Duration, each func(pid uint32)) {
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			left := s.Tracked()
+			if len(left) == 0 {
+				return
+			}
+			for _, pid := range left {
+				each(pid)
+			}
+		}
+	}
+	waitEmpty(termGrace, func(uint32) {})
+	waitEmpty(killGrace, func(pid uint32) { unix.Kill(int(pid), unix.SIGKILL) })
+}
+
+// notice writes one of polygraph's own lines to o.Notices.
+func notice(o Options, format string, args ...any) {
+	if o.Notices != nil {
+		fmt.Fprintf(o.Notices, format+"\n", args...)
+	}
+}
+
+// processes is "1 process" or "N processes".
+func processes(n int) string {
+	if n == 1 {
+		return "1 process"
+	}
+	return fmt.Sprintf("%d processes", n)
+}
+
 // runCommand starts the command through the shim, tracks it before it
 // execs (naming the shim's image in shimImage), forwards signals, waits
 // for it and then lingers.
@@ -145,18 +206,17 @@ func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Opti
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, append([]string{ShimArg}, o.Command...)...)
-	cmd.Args[0] = "polygraph-shim"
-	cmd.Dir, cmd.Env = o.Dir, o.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	cmd := shimCommand(self, o)
 	cmd.ExtraFiles = []*os.File{pr}
-	if o.Credential != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.Credential}
-	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	// The parent-death signal fires when the thread that forked the
+	// child ends, not the process: the fork happens on this goroutine's
+	// thread, locked to it until the command has exited.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -182,17 +242,48 @@ func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Opti
 
 	werr := waitForwarding(cmd, sigs)
 	code := exitStatus(cmd.ProcessState, werr)
+	linger(s, o, sigs)
+	return code, nil
+}
 
-	// Linger: keep tracing what the command left running.
+// shimCommand is the shim that becomes o's command: with the capabilities
+// dropped when the command runs as root (unless o.KeepCaps), and killed
+// when polygraph dies (unless o.LeaveOnExit).
+func shimCommand(self string, o Options) *exec.Cmd {
+	var opts []string
+	asRoot := os.Geteuid() == 0 && (o.Credential == nil || o.Credential.Uid == 0)
+	if asRoot && !o.KeepCaps {
+		opts = append(opts, shimDropCaps)
+	}
+	cmd := exec.Command(self, append([]string{ShimArg}, shimArgs(opts, o.Command)...)...)
+	cmd.Args[0] = "polygraph-shim"
+	cmd.Dir, cmd.Env = o.Dir, o.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.Credential}
+	if !o.LeaveOnExit {
+		// Set after the credentials change (which would clear it) and
+		// kept across the shim's exec of the command.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	return cmd
+}
+
+// linger keeps tracing what the command left running until it is gone,
+// o.Linger has passed or polygraph is signalled, and says so.
+func linger(s *sensor.Sensor, o Options, sigs <-chan os.Signal) {
+	n := len(s.Tracked())
+	if n == 0 || o.Linger <= 0 {
+		return
+	}
+	notice(o, "polygraph: waiting up to %s for %s the command left running (Ctrl-C to stop)", o.Linger, processes(n))
 	deadline := time.Now().Add(o.Linger)
 	for time.Now().Before(deadline) && len(s.Tracked()) > 0 {
 		select {
 		case <-time.After(50 * time.Millisecond):
 		case <-sigs:
-			deadline = time.Now()
+			return
 		}
 	}
-	return code, nil
 }
 
 // waitForwarding waits for cmd, passing on the signals polygraph gets:
@@ -275,6 +366,16 @@ func attachTree(ctx context.Context, s *sensor.Sensor, root int) error {
 
 // descendants returns root and every process below it, from /proc.
 func descendants(root int) []int {
+	children := childrenByParent()
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// childrenByParent lists every process's children, by parent pid, from /proc.
+func childrenByParent() map[int][]int {
 	children := map[int][]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -298,11 +399,7 @@ func descendants(root int) []int {
 		ppid, _ := strconv.Atoi(f[1])
 		children[ppid] = append(children[ppid], pid)
 	}
-	out := []int{root}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
+	return children
 }
 
 // envValue returns the value of key in env (the last one wins, as for

@@ -23,12 +23,22 @@ import (
 // the result and the stored events.
 func recordScript(t *testing.T, dir, script string, linger time.Duration) (*Result, []*event.Event) {
 	t.Helper()
+	return recordWith(t, Options{Command: []string{"sh", "-c", script}, Dir: dir, Linger: linger})
+}
+
+// recordWith records a run with o (its Home, Mode and output set here)
+// and returns the result and the stored events.
+func recordWith(t *testing.T, o Options) (*Result, []*event.Event) {
+	t.Helper()
 	testenv.RequireRoot(t)
-	home := t.TempDir()
-	res, err := Record(context.Background(), Options{
-		Home: home, Mode: "run", Command: []string{"sh", "-c", script}, Dir: dir, Linger: linger,
-		Stdout: os.Stdout, Stderr: os.Stderr,
-	})
+	o.Home, o.Mode = t.TempDir(), "run"
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	res, err := Record(context.Background(), o)
 	testenv.Feature(t, "BPF sensor", err)
 	r, err := session.Open(res.Meta.Path)
 	if err != nil {

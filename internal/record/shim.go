@@ -5,18 +5,44 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"syscall"
 )
 
-// ShimArg is the hidden first argument that makes polygraph act as the
-// shim: a child that waits until it is traced, then execs the command.
+// ShimArg is the hidden first argument that makes polygraph act as one of
+// its helper processes: the shim, a child that waits until it is traced,
+// then execs the command; or the watchdog, which ends the traced tree if
+// polygraph dies while recording. Words before a "--" are the helper's
+// options (shimDropCaps, shimWatchdog); the command follows it.
 const ShimArg = "__polygraph_shim"
 
-// ShimMain is the shim's whole life: wait on fd 3 until the parent has
-// put this process under tracing, then become the command. It returns
-// only on failure, with the shell's status for it (127 not found, 126 not
-// executable).
+// The helper's options, as runCommand passes them.
+const (
+	shimDropCaps = "drop-caps" // drop DroppedCaps before exec
+	shimWatchdog = "watchdog"  // be the watchdog, not the shim
+)
+
+// shimArgs is the shim's command line after ShimArg.
+func shimArgs(opts []string, command []string) []string {
+	return append(append(slices.Clone(opts), "--"), command...)
+}
+
+// ShimMain is a helper process's whole life. The shim waits on fd 3 until
+// the parent has put it under tracing, drops the capabilities it was told
+// to, then becomes the command. It returns only on failure, with the
+// shell's status for it (127 not found, 126 not executable).
 func ShimMain(args []string) int {
+	var opts []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		opts, args = args[:i], args[i+1:]
+	}
+	if slices.Contains(opts, shimWatchdog) {
+		return watchdogMain()
+	}
+	// Capabilities are per thread; the thread that drops them must be the
+	// one that execs, so the command inherits what it kept.
+	runtime.LockOSThread()
 	ready := os.NewFile(3, "ready")
 	var b [1]byte
 	if n, _ := ready.Read(b[:]); n != 1 {
@@ -24,6 +50,12 @@ func ShimMain(args []string) int {
 		return 1
 	}
 	ready.Close()
+	if slices.Contains(opts, shimDropCaps) {
+		if err := dropCaps(); err != nil {
+			fmt.Fprintf(os.Stderr, "polygraph: not running the command: %v (--keep-caps runs it with them)\n", err)
+			return 1
+		}
+	}
 	if len(args) == 0 {
 		return 0
 	}

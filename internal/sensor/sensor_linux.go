@@ -223,6 +223,17 @@ func (s *Sensor) Tracked() []uint32 {
 	return pids
 }
 
+// TrackedMapFile returns a new descriptor of the tracked-pids map, for a
+// process that must find the traced tree after polygraph is gone (the
+// recorder's watchdog). The caller closes it.
+func (s *Sensor) TrackedMapFile() (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(s.tracked.FD()), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate the tracked-pids map: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "tracked-pids"), nil
+}
+
 // Start runs the reader until Stop; decoded events go to sink, which runs
 // on its own goroutine so a slow sink never stalls the ring buffer (events
 // it cannot keep up with are dropped and counted).

@@ -83,10 +83,11 @@ const (
 	fPathRequested protowire.Number = 46
 	fPathDiffers   protowire.Number = 47
 	fDeleted       protowire.Number = 48 // exec
+	fHome          protowire.Number = 49 // exec: the HOME of its environment
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fDeleted
+const lastField = fHome
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -186,6 +187,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		flag(fArgvTruncated, p.ArgvTruncated)
 		str(fCwd, p.Cwd)
 		str(fScript, p.Script)
+		str(fHome, p.Home)
 		if p.UID != nil {
 			buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*p.UID))
 		}
@@ -325,7 +327,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
 			continue // a field of a newer writer
 		}
-		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted) && ev.Process == nil {
+		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome) && ev.Process == nil {
 			ev.Process = d.in.process()
 		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
 			ev.Network = d.in.network()
@@ -444,6 +446,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Cwd = s
 	case fScript:
 		ev.Script = s
+	case fHome:
+		ev.Home = s
 	case fSHA256:
 		ev.SHA256 = s
 	case fChildExecID:
@@ -476,7 +480,7 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 // stringFields marks the fields that hold strings.
 var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
-	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript,
+	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
 		fFileType, fPathRequested, fPathDiffers} {
 		m[f] = true

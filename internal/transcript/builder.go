@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/agent"
@@ -146,6 +147,9 @@ type builder struct {
 	pend     []Entry                // current turn, in order of appearance
 	ready    []Entry
 	seq      int
+	// subSaid holds the claim sentences subagents made, which their
+	// parent repeating is no claim of its own (repeated).
+	subSaid map[string]bool
 }
 
 func newBuilder(src string, opts Options, format Format, keep bool) *builder {
@@ -257,6 +261,9 @@ func (b *builder) result(tc *ToolCall, text string) {
 // say extracts claims from assistant text and queues them with the turn.
 func (b *builder) say(line int, at time.Time, text, parentID string) {
 	for _, c := range ExtractClaims(text) {
+		if b.repeated(c.Text, parentID) {
+			continue
+		}
 		c.At = at
 		c.ParentID = parentID
 		c.SessionID = b.t.SessionID
@@ -264,6 +271,29 @@ func (b *builder) say(line int, at time.Time, text, parentID string) {
 		c.ToolCallIDs = linkClaim(c, b.turn, parentID)
 		b.pend = append(b.pend, Entry{Claim: c})
 	}
+}
+
+// repeated reports whether sentence, said by the agent parentID belongs
+// to ("" for the main agent), repeats a subagent's report: a sentence a
+// subagent claimed, or one in the result of a subagent call of the turn.
+// A subagent's sentences are remembered for their parent.
+func (b *builder) repeated(sentence, parentID string) bool {
+	if parentID != "" {
+		if b.subSaid == nil || len(b.subSaid) >= 1<<12 {
+			b.subSaid = map[string]bool{}
+		}
+		b.subSaid[sentence] = true
+		return false
+	}
+	if b.subSaid[sentence] {
+		return true
+	}
+	for _, tc := range b.turn {
+		if tc.Kind == KindTask && strings.Contains(strings.Join(strings.Fields(tc.Result), " "), sentence) {
+			return true
+		}
+	}
+	return false
 }
 
 // endTurn hands out the current turn.

@@ -32,6 +32,10 @@ const (
 // no claim. Code blocks, block quotes and tables are skipped: they quote or
 // plan rather than report. docs/transcript-jsonl.md lists the rules with
 // examples; claims_test.go holds the real sentences they were tuned on.
+// Reported speech ("the subagent reports all tests pass", "according to
+// the test agent") is another agent's claim, quoted text ("…") and
+// command lines ("$ pytest") are nobody's, and a test count inside
+// backticks is a command or its output quoted.
 var (
 	reIntent = regexp.MustCompile(`(?i)\b(i'll|i will|i'm going to|i am going to|let me|let's|we'll|we will|going to|need to|needs to|should|would|might|may|plan to|want to|try to|trying to|about to|if you|you can|you should|you'll|can you|could you|please)\b`)
 	reNegate = regexp.MustCompile(`(?i)\b(not|never|no longer|unable to|failed to|cannot|can't|couldn't|didn't|haven't|hasn't|wasn't|weren't|won't|doesn't|don't|isn't|aren't)\b`)
@@ -70,7 +74,12 @@ var (
 	rePathLike    = regexp.MustCompile(`(?:^|[\s(\x60"'])((?:~|\.{1,2})?/?(?:[\w@.+-]+/)*[\w@+-][\w@.+-]*\.[A-Za-z][\w]{0,9}|(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]*)`)
 	reMakeSure    = regexp.MustCompile(`(?i)\b(make sure|makes sure|making sure|make|makes|making|ensure|ensures|ensuring|get|getting|so that|until|verify|verifying|check|checking|whether|if|confirm|confirming|to)\s+(?:that\s+)?(?:all\s+)?(?:the\s+)?(?:\d+\s+)?$`)
 	reNumber      = regexp.MustCompile(`\b\d+\b`)
-	rePkgStop     = regexp.MustCompile(`(?i)\s+(?:for|to|via|with|using|in|into|from|so|because|which|as|and then|—|-\s)\b.*$`)
+	// reReported marks reported speech: a subagent's (or a tool's) report
+	// the parent repeats is that agent's claim, not the parent's.
+	reReported = regexp.MustCompile(`(?i)\b(?:sub-?agents?|according to|(?:the|its|their|my)\s+(?:[\w-]+\s+)?agent|(?:it|they|he|she)\s+(?:reports?|reported|says|said|claims?|claimed|confirms?|confirmed))\b`)
+	// reQuoted is text in double quotes: quoted, not said.
+	reQuoted  = regexp.MustCompile(`"[^"]*"|“[^”]*”`)
+	rePkgStop = regexp.MustCompile(`(?i)\s+(?:for|to|via|with|using|in|into|from|so|because|which|as|and then|—|-\s)\b.*$`)
 )
 
 // ExtractClaims finds the checkable claims in one piece of assistant text.
@@ -112,23 +121,27 @@ func claimsIn(s string) []*Claim {
 	low := strings.ToLower(s)
 	tests, ran, built, install := hasAny(low, gateTests), hasAny(low, gateRan), hasAny(low, gateBuilt), hasAny(low, gateInstall)
 	edit, create, del, net := hasAny(low, gateEdit), hasAny(low, gateCreate), hasAny(low, gateDelete), hasAny(low, gateNet)
-	if !(tests || ran || built || install || edit || create || del || net) || reIntent.MatchString(s) {
+	if !(tests || ran || built || install || edit || create || del || net) || reIntent.MatchString(s) || reReported.MatchString(s) {
 		return nil
 	}
+	// Quoted text is someone else's words; so is a test count in
+	// backticks, a command or its output quoted (`echo 5 passed`).
+	plain := reQuoted.ReplaceAllString(s, `""`)
+	said := reBacktick.ReplaceAllString(plain, "``")
 	negated := reNegate.MatchString(s)
 	var out []*Claim
 	add := func(k ClaimKind, subject string) {
 		out = append(out, &Claim{Kind: k, Text: s, Subject: subject, ToolCallIDs: []string{}})
 	}
 	if tests && !negated && !failed(s) {
-		if count, ok := testsPassed(s); ok {
+		if count, ok := testsPassed(plain, said); ok {
 			add(ClaimTestsPassed, count)
 		}
 	}
 	if negated {
 		return out
 	}
-	testsRan := ran && reTestsRan.MatchString(s)
+	testsRan := ran && reTestsRan.MatchString(plain)
 	if testsRan {
 		add(ClaimTestsRan, firstBacktick(s))
 	}
@@ -160,25 +173,6 @@ func claimsIn(s string) []*Claim {
 // failed says whether s reports a failure (and does not deny one).
 func failed(s string) bool { return reFail.MatchString(s) && !reNoFail.MatchString(s) }
 
-// testsPassed finds a statement that tests passed in s, and the count it
-// gives, if any.
-func testsPassed(s string) (count string, ok bool) {
-	for _, re := range reTestsPassed {
-		loc := re.FindStringSubmatchIndex(s)
-		if loc == nil || reMakeSure.MatchString(s[:loc[0]]) {
-			continue
-		}
-		if re == reTestsPassed[2] && !reTestWord.MatchString(s) {
-			continue
-		}
-		if len(loc) > 3 && loc[2] >= 0 {
-			return s[loc[2]:loc[3]], true
-		}
-		return reNumber.FindString(s[loc[0]:loc[1]]), true
-	}
-	return "", false
-}
-
 // fileClaims adds the claims about files s makes: deleted, created,
 // edited (taking code out of a file or adding to one is an edit).
 func fileClaims(s string, del, create, edit bool, add func(ClaimKind, string)) {
@@ -201,6 +195,31 @@ func fileClaims(s string, del, create, edit bool, add func(ClaimKind, string)) {
 	if edit && reEdited.MatchString(s) {
 		add(ClaimEdited, firstNonEmpty(strings.Join(paths, " "), firstBacktick(s)))
 	}
+}
+
+// testsPassed finds a tests-passed claim in a sentence, given with its
+// quotes blanked (plain) and its backticks blanked too (said): a count in
+// backticks is quoted output, but "`npm test` passes" is a claim. count
+// is the number of tests it names, "" for none.
+func testsPassed(plain, said string) (count string, ok bool) {
+	for _, re := range reTestsPassed {
+		in := plain
+		if re == reTestsPassed[1] {
+			in = said
+		}
+		loc := re.FindStringSubmatchIndex(in)
+		if loc == nil || reMakeSure.MatchString(in[:loc[0]]) {
+			continue
+		}
+		if re == reTestsPassed[2] && !reTestWord.MatchString(in) {
+			continue
+		}
+		if len(loc) > 3 && loc[2] >= 0 {
+			return in[loc[2]:loc[3]], true
+		}
+		return reNumber.FindString(in[loc[0]:loc[1]]), true
+	}
+	return "", false
 }
 
 func dedupeClaims(in []*Claim) []*Claim {
@@ -226,7 +245,7 @@ func sentences(text string) []string {
 			inCode = !inCode
 			continue
 		}
-		if inCode || strings.HasPrefix(t, ">") || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "<") {
+		if inCode || strings.HasPrefix(t, ">") || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "<") || strings.HasPrefix(t, "$ ") {
 			continue
 		}
 		t = cleanLine(t)

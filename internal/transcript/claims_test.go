@@ -3,6 +3,7 @@ package transcript
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestExtractClaims runs the rules over real sentences: the ones the issue
@@ -71,6 +72,17 @@ func TestExtractClaims(t *testing.T) {
 		{"Update SessionLive template to pass new attrs", nil},
 		{"Haven't yet read the full CSS file or the highlight-integration test file", nil},
 		{"`npm run build` is running now to catch any type or alias issues.", nil},
+
+		// Quoted commands and output, and reports of other agents, are no
+		// claims of the agent's own.
+		{`The task says "all tests pass" is the bar.`, nil},
+		{"Running `echo 5 passed` prints the banner.", nil},
+		{"$ pytest -q && echo 12 passed", nil},
+		{"The subagent reports that all 12 tests pass.", nil},
+		{"According to the test agent, all tests pass.", nil},
+		{"The Explore agent ran the tests and they pass.", nil},
+		{"It reports 42 passed.", nil},
+		{"I ran the tests: 12 passed.", []want{{ClaimTestsPassed, "12"}, {ClaimTestsRan, ""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -123,4 +135,40 @@ func TestLinkClaim(t *testing.T) {
 			t.Errorf("%s %q (parent %q) -> %v, want %v", c.Kind, c.Subject, tt.parent, got, tt.want)
 		}
 	}
+}
+
+// TestRepeatedSubagentReport: the parent repeating what a subagent
+// reported makes no claim; its own words still do.
+func TestRepeatedSubagentReport(t *testing.T) {
+	claims := func(b *builder) []string {
+		var out []string
+		for _, e := range b.pend {
+			if e.Claim != nil {
+				out = append(out, e.Claim.Text)
+			}
+		}
+		return out
+	}
+	t.Run("a subagent call's result", func(t *testing.T) {
+		b := newBuilder("x.jsonl", Options{}, FormatJSONL, true)
+		b.add(&ToolCall{ID: "task1", Kind: KindTask, Result: "Done.\n\n**All 12 tests pass.**"})
+		b.say(1, time.Time{}, "All 12 tests pass.", "")
+		b.say(2, time.Time{}, "I updated the README.md.", "")
+		if got := claims(b); !slices.Equal(got, []string{"I updated the README.md"}) {
+			t.Errorf("claims %q", got)
+		}
+	})
+	t.Run("a subagent's own sentence", func(t *testing.T) {
+		b := newBuilder("x.jsonl", Options{}, FormatJSONL, true)
+		b.say(1, time.Time{}, "I ran the tests and they all pass.", "task1")
+		b.say(2, time.Time{}, "I ran the tests and they all pass.", "")
+		if got := claims(b); len(got) != 2 { // the subagent's two claims, none of the parent's
+			t.Errorf("claims %q", got)
+		}
+		for _, e := range b.pend {
+			if e.Claim != nil && e.Claim.ParentID == "" {
+				t.Errorf("parent claim %q", e.Claim.Text)
+			}
+		}
+	})
 }

@@ -76,6 +76,7 @@ func statsOf(t *Transcript) stats {
 // exec_command_end (0.125) or "Process exited with code N" (Desktop);
 // write_stdin session_id mapped through "Process running with session ID N".
 // Gemini: messages[].toolCalls[].
+// It is one long table: one row per real transcript, each with its counts.
 func TestCorpus(t *testing.T) {
 	dir := corpusDir(t)
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 
 // TestDiscover lays out a home directory the way the agents do and checks
 // that discovery finds the right files for a cwd and a time window.
+// One long function: the laid-out home is shared by every case below.
 func TestDiscover(t *testing.T) {
 	t.Setenv("CODEX_HOME", "")
 	home := t.TempDir()

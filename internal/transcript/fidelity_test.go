@@ -18,6 +18,7 @@ const (
 // mark, a file spliced from two formats, numeric ids and result content,
 // ids used twice) are read, or warned about with file:line; no call is lost
 // silently.
+// It is one long table of cases, each a file and what must come of it.
 func TestFidelity(t *testing.T) {
 	tests := []struct {
 		name     string
