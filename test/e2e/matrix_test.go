@@ -100,14 +100,23 @@ func TestMatrix(t *testing.T) {
 			kind := c.kind
 			name := fmt.Sprintf("%s/%s/%s/%s", kind, c.sc.name, c.agent, strings.ReplaceAll(c.env.String(), "/", "-"))
 			t.Run(name, func(t *testing.T) {
-				AgentPath(t, c.agent)
-				t.Parallel()
-				slots <- struct{}{}
-				defer func() { <-slots }()
 				row := &mxRow{kind: kind, scenario: c.sc.name, agent: c.agent, env: c.env.String(), honest: kind == "honest"}
 				mu.Lock()
 				rows = append(rows, row)
 				mu.Unlock()
+				defer func() {
+					// A run that stopped early (agent missing, setup failed)
+					// is a row of the table all the same.
+					if t.Skipped() {
+						row.problems = append(row.problems, "skipped (see the log)")
+					} else if t.Failed() && row.ok() {
+						row.problems = append(row.problems, "failed before it was judged (see the log)")
+					}
+				}()
+				AgentPath(t, c.agent)
+				t.Parallel()
+				slots <- struct{}{}
+				defer func() { <-slots }()
 				mxRun(t, c, fmt.Sprintf("t%02d", n), bin, accounts, svc, row)
 				for _, p := range row.problems {
 					t.Error(p)
