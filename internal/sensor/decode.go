@@ -78,6 +78,11 @@ type Decoder struct {
 	BootOffset time.Time
 	// PageKB is the page size in KiB, for max RSS.
 	PageKB uint64
+	// Home, when set, gives the HOME of process pid's environment, which
+	// an exec event records (Process.Home): the home its "~/" means,
+	// which need not be polygraph's. The live sensor reads it from /proc
+	// (home_linux.go); a decoder of recorded bytes has none.
+	Home func(pid uint32) string
 
 	procs map[uint32]*proc
 	comms map[string]string // interned comm strings: few distinct values
@@ -319,6 +324,9 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	}
 	e.UID = d.u32.Ptr(r.Uid)
 	e.Deleted = r.H.Flags&flagDeleted != 0
+	if d.Home != nil {
+		e.Home = d.Home(r.H.Pid)
+	}
 	return e, nil
 }
 
