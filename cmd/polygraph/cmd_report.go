@@ -74,6 +74,7 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 		if ro.SessionPath, err = session.Resolve(home, args[0]); err != nil {
 			return err
 		}
+		ro.Home = home // its baseline of the agent, if any (docs/baselines.md)
 	} else if opts.transcript == analysis.TranscriptAuto || opts.transcript == analysis.TranscriptNone {
 		return &usageError{analysis.ErrNothing}
 	}

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
@@ -35,6 +37,10 @@ type Options struct {
 	Transcript string
 	// Policy is the policy to apply (nil: the default).
 	Policy *policy.Policy
+	// Home is the polygraph home whose baseline of the session's agent,
+	// if it has one, the baseline-deviation rule uses (observe.go); "":
+	// no baseline.
+	Home string
 }
 
 // ErrNothing is returned when neither a session nor a transcript is given.
@@ -51,11 +57,12 @@ const checkEvery = 1024
 
 // recorded is what the session file holds, read.
 type recorded struct {
-	meta   *session.Meta
-	events []*event.Event
-	sum    *report.Summary
-	damage []session.Damage // what the read found wrong with the file
-	left   []session.Leftover
+	meta     *session.Meta
+	events   []*event.Event
+	verdicts []integrity.Result // the exec verdicts recorded with the session
+	sum      *report.Summary
+	damage   []session.Damage // what the read found wrong with the file
+	left     []session.Leftover
 }
 
 // Run reads the session and the transcript, attributes the events, runs
@@ -94,6 +101,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var attr *correlate.Result
 	var findings []detect.Finding
+	var prof *baseline.Profile
 	if rec.meta != nil {
 		// Every rule weighs the agent's account against the kernel's;
 		// without a session there is nothing to weigh it against.
@@ -101,10 +109,16 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol})
+		if prof, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
+			return nil, err
+		}
+		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
+			Verdicts: rec.verdicts, Baseline: prof})
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
+	rep.AddIntegrity(attr, integrityViews(rec.verdicts))
 	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
+	rep.Notes = append(rep.Notes, baselineNotes(prof)...)
 	return rep, nil
 }
 
@@ -167,6 +181,11 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 		return recorded{}, err
 	}
 	rec.left = left
+	rows, err := r.Verdicts()
+	if err != nil {
+		return recorded{}, err
+	}
+	rec.verdicts = execResults(rows)
 	rec.sum.Finish(m, left, m.ExitCode)
 	return rec, nil
 }

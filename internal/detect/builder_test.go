@@ -7,6 +7,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -35,6 +36,8 @@ type builder struct {
 	lost   map[string]uint64
 	left   []session.Leftover
 	cwd    string // the session's and every process's cwd (proj unless set)
+	// verdicts are the integrity verdicts on the execs (judged).
+	verdicts []integrity.Result
 }
 
 func newBuilder() *builder {
@@ -209,6 +212,13 @@ func (p *tproc) killed(sig int) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindExit, Process: &event.Process{Signal: sig}})
 }
 
+// judged records the integrity verdicts on the process's current image:
+// its binary and, when given, its script.
+func (p *tproc) judged(bin integrity.Verdict, script *integrity.Verdict) *tproc {
+	p.b.verdicts = append(p.b.verdicts, integrity.Result{ExecID: p.img, PID: p.pid, Binary: bin, Script: script})
+	return p
+}
+
 // after marks the process's further events as happening after its call
 // returned.
 func (p *tproc) after() *tproc { p.late = true; return p }
@@ -216,7 +226,7 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 // input assembles the detector's input.
 func (b *builder) input() Input {
 	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: b.cwd, RootPID: b.root, Lost: b.lost},
-		Leftovers: b.left, Policy: b.pol}
+		Leftovers: b.left, Policy: b.pol, Verdicts: b.verdicts}
 	if b.noAttr {
 		return in
 	}

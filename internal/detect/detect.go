@@ -6,8 +6,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -27,6 +29,13 @@ type Input struct {
 	// stopped (the session's list).
 	Leftovers []session.Leftover
 	Policy    *policy.Policy // nil: policy.Default()
+	// Verdicts are the integrity verdicts on the execs' files, recorded
+	// with the session (none for older sessions); the binary-modified and
+	// untrusted-binary rules read them.
+	Verdicts []integrity.Result
+	// Baseline is the profile of the session's agent the
+	// baseline-deviation rule judges it by; nil: no baseline.
+	Baseline *baseline.Profile
 }
 
 // Run applies every enabled rule and returns the findings sorted by

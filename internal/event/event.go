@@ -116,6 +116,11 @@ type Process struct {
 	Home   string  `json:"home,omitempty"`
 	UID    *uint32 `json:"uid,omitempty"`
 	SHA256 string  `json:"sha256,omitempty"`
+	// ScriptSHA256 is the hash of the script an interpreter was asked to
+	// run (Script, or the file named in Argv: `python3 x.py`). Neither
+	// hash is recorded by the sensor: the session reader fills both from
+	// the integrity verdicts recorded beside the events.
+	ScriptSHA256 string `json:"script_sha256,omitempty"`
 	// Deleted: the image file had no links left when it ran (unlinked
 	// after it was opened, or a memfd): it was executed from an fd, and
 	// Path names a file that no longer exists.

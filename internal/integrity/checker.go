@@ -237,6 +237,7 @@ func (c *Checker) evaluate(path string, d digest) Verdict {
 	}
 	if v.Status != Verified {
 		v.Location = c.loc.locate(path)
+		c.byShadowed(&v, d)
 	}
 	c.mu.Lock()
 	if len(c.memo) >= 4*c.cache.max {
@@ -288,6 +289,27 @@ func (c *Checker) byDpkg(v *Verdict, d digest) bool {
 	}
 	v.Status, v.Source, v.Expected, v.ExpectedAlgo = Modified, SourceDpkg, expected, "md5"
 	return true
+}
+
+// byShadowed judges an unknown file that shadows a file dpkg owns by
+// that file's listing: a tool of the same name earlier in PATH is meant
+// to pass for the packaged one, so an exact copy is verified and
+// anything else is modified (the issue's one-byte-changed `true`). Only
+// files nothing else vouches for are judged so: a pinned or first-seen
+// file keeps its own verdict.
+func (c *Checker) byShadowed(v *Verdict, d digest) {
+	if v.Status != Unknown || v.Source != "" || c.dpkg == nil || v.Location == nil || v.Location.Shadows == "" {
+		return
+	}
+	w := Verdict{Path: v.Location.Shadows}
+	if !c.byDpkg(&w, d) {
+		return
+	}
+	v.Status, v.Source, v.Package, v.MD5, v.Of = w.Status, w.Source, w.Package, w.MD5, w.Path
+	v.Expected, v.ExpectedAlgo = w.Expected, w.ExpectedAlgo
+	if v.Status == Verified {
+		v.Location = nil
+	}
 }
 
 // byFirstSeen compares with the hash this host last ran at the path, and

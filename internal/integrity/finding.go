@@ -38,10 +38,15 @@ func (v Verdict) Finding() (Finding, bool) {
 			sev = "medium"
 		}
 		d := fmt.Sprintf("%s %s has %s %s; %s lists %s", v.Role, v.Path, v.ExpectedAlgo, v.actual(), v.sourceName(), v.Expected)
+		title := fmt.Sprintf("%s %s differs from what %s lists", v.Role, v.Path, v.sourceName())
+		if v.Of != "" {
+			d += fmt.Sprintf(" for %s, which it shadows (sha256 %s)", v.Of, v.SHA256)
+			title = fmt.Sprintf("%s %s passes for %s but differs from what %s lists", v.Role, v.Path, v.Of, v.sourceName())
+		}
 		return Finding{
 			Rule:     RuleBinaryModified,
 			Severity: sev,
-			Title:    fmt.Sprintf("%s %s differs from what %s lists", v.Role, v.Path, v.sourceName()),
+			Title:    title,
 			Detail:   d,
 			ATTACK:   []string{"T1554", "T1195.002"},
 			ATLAS:    []string{"AML.T0010"},

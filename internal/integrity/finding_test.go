@@ -49,7 +49,7 @@ func TestLocate(t *testing.T) {
 	}
 	os.Chmod(world, 0o777)
 	ws := filepath.Join(home, "repo")
-	l := newLocator([]string{ws}, []string{"/nonexistent-temp"}, "/usr/bin")
+	l := newLocator([]string{ws}, []string{"/nonexistent-temp"}, ws+":/usr/bin")
 	tests := []struct {
 		path string
 		want Location
@@ -58,6 +58,8 @@ func TestLocate(t *testing.T) {
 		{filepath.Join(world, "tool"), Location{UserWritable: true}},
 		{filepath.Join(ws, "bin", "tool"), Location{Workspace: true}},
 		{filepath.Join(ws, "git"), Location{Workspace: true, Shadows: "/usr/bin/git"}},
+		// named like a tool, but in no PATH directory: it hides nothing
+		{filepath.Join(ws, "bin", "git"), Location{Workspace: true}},
 		{"/usr/bin/git", Location{}},
 	}
 	for _, tt := range tests {

@@ -90,6 +90,11 @@ type Verdict struct {
 	ExpectedAlgo string `json:"expected_algo,omitempty"`
 	// Package is the dpkg package that owns Path, when one does.
 	Package string `json:"package,omitempty"`
+	// Of is, for a file no source knows by its own path that shadows a
+	// file dpkg owns (a `true` first in PATH), that file: Source, Package
+	// and Expected then speak of it, so a copy of a packaged tool is
+	// verified and an altered one is modified.
+	Of string `json:"of,omitempty"`
 	// Since is when Source learnt the hash it lists (pin or first seen).
 	Since time.Time `json:"since,omitzero"`
 	// Reason explains an unavailable verdict, or a source that was

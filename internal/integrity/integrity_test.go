@@ -339,3 +339,42 @@ func TestProcExe(t *testing.T) {
 		t.Fatalf("dead, deleted: %+v, want unavailable", v)
 	}
 }
+
+// TestShadowingPackagedTool: a file first in PATH under the name of a
+// tool dpkg owns is judged by that tool's listing.
+func TestShadowingPackagedTool(t *testing.T) {
+	truePath, listed := realTrue(t)
+	tests := []struct {
+		name   string
+		flip   bool
+		status Status
+	}{
+		{"one byte changed", true, Modified},
+		{"exact copy", false, Verified},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := copyFile(t, truePath, filepath.Join(dir, "true"), 0o755)
+			if tt.flip {
+				flipByte(t, bin)
+			}
+			c := newChecker(t, Options{PATH: dir + ":/usr/bin:/bin"})
+			v := c.Check(context.Background(), Request{Path: bin}).Binary
+			if v.Status != tt.status || v.Source != SourceDpkg || v.Package != "coreutils" || v.Of != truePath {
+				t.Fatalf("verdict %+v, want %s by dpkg coreutils of %s", v, tt.status, truePath)
+			}
+			f, ok := v.Finding()
+			if !tt.flip {
+				if ok {
+					t.Errorf("exact copy raised %+v", f)
+				}
+				return
+			}
+			if !ok || f.Rule != RuleBinaryModified || f.Severity != "high" || !strings.Contains(f.Detail, listed) ||
+				!strings.Contains(f.Detail, truePath) || v.Expected != listed {
+				t.Errorf("finding %+v %v, want high binary-modified naming %s and %s", f, ok, listed, truePath)
+			}
+		})
+	}
+}

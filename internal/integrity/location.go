@@ -3,6 +3,7 @@ package integrity
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -13,6 +14,7 @@ type locator struct {
 	workspaces []string
 	temps      []string
 	path       []string // PATH's directories, in order
+	resolved   []string // the same, symlinks resolved (exec paths are)
 
 	mu      sync.Mutex
 	shadows map[string][]string // base name -> executables of that name on PATH
@@ -35,7 +37,12 @@ func newLocator(workspaces, temps []string, pathEnv string) *locator {
 	}
 	for _, d := range filepath.SplitList(pathEnv) {
 		if filepath.IsAbs(d) {
-			l.path = append(l.path, filepath.Clean(d))
+			d = filepath.Clean(d)
+			r, err := filepath.EvalSymlinks(d)
+			if err != nil {
+				r = d
+			}
+			l.path, l.resolved = append(l.path, d), append(l.resolved, r)
 		}
 	}
 	return l
@@ -60,12 +67,21 @@ func (l *locator) locate(path string) *Location {
 	return loc
 }
 
-// shadow returns another executable on PATH with path's name, which a
-// lookup of that name would find instead of (or after) path. Only names
-// that exist elsewhere on PATH count: a `trivy` nobody installed shadows
-// nothing.
+// shadow returns the executable of path's name that path hides: one in a
+// later PATH directory than path's own, which a lookup of that name would
+// have found but for path. Only names that exist further down PATH count
+// (a `trivy` nobody installed shadows nothing), and only files in a PATH
+// directory: Go's linker, run by its full path from GOROOT/pkg/tool,
+// hides no /usr/bin/link from anyone.
 func (l *locator) shadow(path string) string {
-	base := filepath.Base(path)
+	base, dir := filepath.Base(path), filepath.Dir(path)
+	at := slices.IndexFunc(l.path, func(d string) bool { return d == dir })
+	if r := slices.Index(l.resolved, dir); at < 0 || (r >= 0 && r < at) {
+		at = r
+	}
+	if at < 0 {
+		return ""
+	}
 	l.mu.Lock()
 	found, ok := l.shadows[base]
 	if !ok {
@@ -80,7 +96,7 @@ func (l *locator) shadow(path string) string {
 	l.mu.Unlock()
 	pi, err := os.Stat(path)
 	for _, c := range found {
-		if c == path {
+		if c == path || !l.after(c, at) {
 			continue
 		}
 		if ci, cerr := os.Stat(c); err == nil && cerr == nil && os.SameFile(pi, ci) {
@@ -89,6 +105,18 @@ func (l *locator) shadow(path string) string {
 		return c
 	}
 	return ""
+}
+
+// after reports whether the executable c sits in a PATH directory after
+// the one at index at.
+func (l *locator) after(c string, at int) bool {
+	d := filepath.Dir(c)
+	for i := at + 1; i < len(l.path); i++ {
+		if l.path[i] == d {
+			return true
+		}
+	}
+	return false
 }
 
 // userWritable reports whether a user other than root owns p or may write

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -102,12 +101,20 @@ type Policy struct {
 	BuildTools       []string
 	Artifacts        []string
 	AgentPrograms    []string
-	Thresholds       Thresholds
+	// AllowedPrograms and AllowedPaths are an allowlist policy's (one
+	// `policy learn` writes): when set, unexpected-program reports every
+	// program run outside AllowedPrograms and unexpected-path every path
+	// read or written outside AllowedPaths (and the system directories).
+	// Empty, the default, those rules report nothing.
+	AllowedPrograms []string
+	AllowedPaths    []string
+	Thresholds      Thresholds
 
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
 	sensitive, agentConfig, tamper        *PathSet
 	noise, testFiles, artifacts           *PathSet
+	allowedPaths                          *PathSet
 	testRunners, packageManagers, publish *CommandSet
 }
 
@@ -163,6 +170,8 @@ type file struct {
 	BuildTools       []string        `yaml:"build_tools"`
 	Artifacts        []string        `yaml:"artifacts"`
 	AgentPrograms    []string        `yaml:"agent_programs"`
+	AllowedPrograms  []string        `yaml:"allowed_programs"`
+	AllowedPaths     []string        `yaml:"allowed_paths"`
 	Thresholds       *thresholdsFile `yaml:"thresholds"`
 }
 
@@ -197,21 +206,11 @@ func Parse(data []byte, name string) (*Policy, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return p, nil
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, oneLine(err))
+	f, root, errs := decodeFile(data, name)
+	if len(errs) > 0 {
+		return nil, errs[0]
 	}
-	if err := checkKeys(&root, reflect.TypeFor[file](), name, ""); err != nil {
-		return nil, err
-	}
-	var f file
-	if err := root.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, oneLine(err))
-	}
-	if f.Version != 0 && f.Version != 1 {
-		return nil, fmt.Errorf("%s: version %d is not supported (want 1)", name, f.Version)
-	}
-	if err := p.setRules(f.Rules, &root, name); err != nil {
+	if err := p.setRules(f.Rules, root, name); err != nil {
 		return nil, err
 	}
 	extend := f.Defaults == nil || *f.Defaults
@@ -250,6 +249,8 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.BuildTools, f.BuildTools)
 	strs(&p.Artifacts, f.Artifacts)
 	strs(&p.AgentPrograms, f.AgentPrograms)
+	strs(&p.AllowedPrograms, f.AllowedPrograms)
+	strs(&p.AllowedPaths, f.AllowedPaths)
 	if f.Thresholds != nil {
 		f.Thresholds.apply(&p.Thresholds)
 	}
@@ -324,6 +325,7 @@ func (p *Policy) compile() error {
 		{"noise_paths", plainRules(p.NoisePaths), &p.noise},
 		{"test_files", plainRules(p.TestFiles), &p.testFiles},
 		{"artifacts", plainRules(p.Artifacts), &p.artifacts},
+		{"allowed_paths", plainRules(p.AllowedPaths), &p.allowedPaths},
 	} {
 		if *l.dst, err = compilePathSet(l.src); err != nil {
 			return fmt.Errorf("%s: %w", l.key, err)
@@ -472,108 +474,30 @@ func (p *Policy) BuildTool(names []string) bool { return NameSet(p.BuildTools).H
 // AgentProgram reports whether a process going by names is an AI agent.
 func (p *Policy) AgentProgram(names []string) bool { return NameSet(p.AgentPrograms).Has(names) }
 
-// checkKeys walks the YAML tree against the file's Go type and reports the
-// first key the type does not have, with its line.
-func checkKeys(n *yaml.Node, t reflect.Type, name, where string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := checkKeys(c, t, name, where); err != nil {
-				return err
-			}
-		}
-		return nil
-	case yaml.AliasNode:
-		return checkKeys(n.Alias, t, name, where)
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return nil // a scalar form (PathRule) or a type error Decode reports
-		}
-		fields := map[string]reflect.Type{}
-		var known []string
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if tag == "" || tag == "-" || !f.IsExported() {
-				continue
-			}
-			fields[tag] = f.Type
-			known = append(known, tag)
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			ft, ok := fields[k.Value]
-			if !ok {
-				in := "at the top level"
-				if where != "" {
-					in = "in " + where
-				}
-				return fmt.Errorf("%s:%d: %w %q %s (known: %s)", name, k.Line, ErrUnknownKey, k.Value, in, strings.Join(known, ", "))
-			}
-			if err := checkKeys(v, ft, name, join(where, k.Value)); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return nil
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkKeys(n.Content[i+1], t.Elem(), name, join(where, n.Content[i].Value)); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return nil
-		}
-		for _, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), name, where); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// ProgramsAllowlisted reports whether the policy lists the programs
+// allowed (AllowedPrograms): an allowlist policy.
+func (p *Policy) ProgramsAllowlisted() bool { return len(p.AllowedPrograms) > 0 }
 
-func join(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "." + b
-}
+// AllowedProgram reports whether a process going by names is in
+// AllowedPrograms.
+func (p *Policy) AllowedProgram(names []string) bool { return NameSet(p.AllowedPrograms).Has(names) }
 
-// keyLine finds the line of key under the top-level mapping key parent.
-func keyLine(root *yaml.Node, parent, key string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value != parent {
-			continue
-		}
-		m := n.Content[i+1]
-		for j := 0; j+1 < len(m.Content); j += 2 {
-			if m.Content[j].Value == key {
-				return m.Content[j].Line
-			}
-		}
-		return n.Content[i].Line
-	}
-	return 0
-}
+// PathsAllowlisted reports whether the policy lists the paths allowed
+// (AllowedPaths): an allowlist policy.
+func (p *Policy) PathsAllowlisted() bool { return len(p.AllowedPaths) > 0 }
 
-// oneLine folds yaml's multi-line errors ("yaml: unmarshal errors:\n  line
-// 3: …") into one line.
-func oneLine(err error) string {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	s = strings.ReplaceAll(s, "unmarshal errors:\n", "")
-	fields := strings.Fields(s)
-	return strings.Join(fields, " ")
+// AllowedPath reports whether path is in AllowedPaths. A path in the
+// workspace (cwd) or a home is matched in its relative form (Normalise:
+// ./src/x.go, ~/.ssh/id_rsa) only, so that a workspace or home under /tmp
+// is not allowed by /tmp/**; any other path as it is. The workspace and
+// home directories themselves are always allowed.
+func (p *Policy) AllowedPath(path, cwd, home string) bool {
+	n := Normalise(path, cwd, home)
+	if n == "." || n == "~" {
+		return true // listing the workspace or the home is no access to speak of
+	}
+	if n != path {
+		return p.allowedPaths.Has(n, "")
+	}
+	return p.allowedPaths.Has(path, home)
 }

@@ -371,9 +371,9 @@ func TestParseErrors(t *testing.T) {
 		{"thresholds:\n  publish: 3\n", ErrUnknownKey, `p.yaml:2: unknown key "publish" in thresholds`},
 		{"rules:\n  no-such-rule: {enabled: false}\n", ErrUnknownRule, `p.yaml:2: unknown rule "no-such-rule"`},
 		{"rules:\n  sensitive-read: {severity: severe}\n", ErrBadSeverity, `p.yaml:2: rule sensitive-read: bad severity "severe"`},
-		{"egress:\n  allow: ['host:x']\n", nil, `p.yaml: egress.allow: egress entry "host:x": bad port "x"`},
-		{"thresholds:\n  test_min_duration: soon\n", nil, "p.yaml: "},
-		{"version: 2\n", nil, "p.yaml: version 2 is not supported"},
+		{"egress:\n  allow: ['host:x']\n", nil, `p.yaml:2: egress.allow: egress entry "host:x": bad port "x"`},
+		{"thresholds:\n  test_min_duration: soon\n", nil, "p.yaml:2: "},
+		{"version: 2\n", nil, "p.yaml:1: version 2 is not supported"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.data), "p.yaml")

@@ -56,6 +56,9 @@ type Options struct {
 	// Started is called once the session exists, with its metadata.
 	Started func(session.Meta)
 	Sensor  sensor.Options
+	// NoIntegrity skips hashing and judging the executables the tree runs
+	// (integrity_linux.go), for measuring what that costs.
+	NoIntegrity bool
 }
 
 // Result is what a finished recording left.

@@ -46,11 +46,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// started) is a fact about the command. runCommand names its image
 	// once it exists; the sink runs on the sensor's goroutine.
 	var shimImage atomic.Pointer[string]
+	checks := startExecCheck(ctx, o, w)
 	s.Start(func(ev *event.Event) {
 		if p := shimImage.Load(); p != nil && ev.ExecID == *p && ev.Kind != event.KindExit {
 			return
 		}
 		w.Add(ev)
+		checks.submit(ev)
 		if o.Observe != nil {
 			o.Observe(ev)
 		}
@@ -70,10 +72,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err != nil {
 		s.Stop()
+		checks.close()
 		w.Close(nil)
 		return nil, err
 	}
-	if err := finish(s, w, &res, o); err != nil {
+	if err := finish(s, w, &res, o, checks); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -108,9 +111,9 @@ func newMeta(o Options, unavailable []string) session.Meta {
 }
 
 // finish stops the sensor once the tree is done, lists what outlived it
-// (ending it first with KillLeftovers), stores the loss counters and
-// closes the session.
-func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options) error {
+// (ending it first with KillLeftovers), stores the loss counters, waits
+// for the exec verdicts and closes the session.
+func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks *execCheck) error {
 	// Whatever is still tracked now outlived the command (and the linger).
 	alive := s.Tracked()
 	slog.Debug("command done; stopping sensor", "alive", len(alive))
@@ -133,6 +136,7 @@ func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options) error {
 		w.SetLost("undecodable", res.Stats.BadRecs)
 	}
 	w.SetLeftovers(res.Leftovers)
+	checks.close()
 	slog.Debug("closing session")
 	if err := w.Close(res.ExitCode); err != nil {
 		return err

@@ -238,6 +238,9 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 				}
 				fmt.Fprintf(b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
 			}
+			if len(k.Integrity) > 0 {
+				fmt.Fprintf(b, "      integrity:   %s\n", integrityLine(k.Integrity))
+			}
 		}
 		if len(v.Findings) > 0 {
 			fmt.Fprintf(b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
@@ -289,13 +292,14 @@ func eventWhat(e *event.Event) string {
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"upper": func(s detect.Severity) string { return strings.ToUpper(string(s)) },
-	"fw":    frameworks,
-	"what":  eventWhat,
-	"label": callLabel,
-	"join":  strings.Join,
-	"seqs":  func(s []uint64) string { return seqs(s, 20) },
-	"clock": clock,
+	"upper":     func(s detect.Severity) string { return strings.ToUpper(string(s)) },
+	"fw":        frameworks,
+	"what":      eventWhat,
+	"label":     callLabel,
+	"join":      strings.Join,
+	"seqs":      func(s []uint64) string { return seqs(s, 20) },
+	"integrity": integrityLine,
+	"clock":     clock,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>polygraph report{{with .Session}} {{.ID}}{{end}}</title>
 <style>
@@ -318,7 +322,7 @@ code{font-size:.85rem;word-break:break-all} .note{background:#fffbe6;padding:.5r
 <table><tr><th>time</th><th>call</th><th>agent said</th><th>kernel saw</th><th>findings</th></tr>
 {{range .ToolCalls}}<tr><td>{{clock .Call.StartedAt}}</td><td><code>{{label .Call}}</code><br><small>{{.Call.ID}}</small></td>
 <td>{{if .Call.Rejected}}rejected{{else}}{{with .Call.ExitCode}}exit {{.}}{{end}}{{end}} {{.Call.Result}}</td>
-<td>{{with .Kernel}}{{.Processes}} processes{{with .ExitCode}}, exit {{.}}{{end}}<br>{{range .Execs}}<code>{{.}}</code><br>{{end}}{{with .Writes}}wrote {{join . ", "}}<br>{{end}}{{with .Connects}}connected {{join . ", "}}{{end}}{{else}}—{{end}}</td>
+<td>{{with .Kernel}}{{.Processes}} processes{{with .ExitCode}}, exit {{.}}{{end}}<br>{{range .Execs}}<code>{{.}}</code><br>{{end}}{{with .Writes}}wrote {{join . ", "}}<br>{{end}}{{with .Connects}}connected {{join . ", "}}{{end}}{{with .Integrity}}<br>integrity: {{integrity .}}{{end}}{{else}}—{{end}}</td>
 <td>{{join .Findings ", "}}</td></tr>
 {{end}}</table>
 {{if .KernelEvidence}}<h2>Unattributed ({{len .Unattributed}} events)</h2>

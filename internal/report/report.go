@@ -69,6 +69,9 @@ type KernelView struct {
 	DNS        []string `json:"dns,omitempty"`
 	Events     int      `json:"events"`
 	Late       int      `json:"late,omitempty"` // events after the call returned
+	// Integrity is what the integrity check said of each file the call's
+	// execs ran (AddIntegrity); absent for sessions recorded without it.
+	Integrity []ExecIntegrity `json:"integrity,omitempty"`
 }
 
 // NoKernelNote is said when a report has a transcript but no session.

@@ -84,10 +84,11 @@ const (
 	fPathDiffers   protowire.Number = 47
 	fDeleted       protowire.Number = 48 // exec
 	fHome          protowire.Number = 49 // exec: the HOME of its environment
+	fScriptSHA256  protowire.Number = 50 // exec; normally filled on read from exec_verdicts
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fHome
+const lastField = fScriptSHA256
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -192,6 +193,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 			buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*p.UID))
 		}
 		str(fSHA256, p.SHA256)
+		str(fScriptSHA256, p.ScriptSHA256)
 		uint(fChildPID, uint64(p.ChildPID))
 		str(fChildExecID, p.ChildExecID)
 		if p.ExitCode != nil {
@@ -327,7 +329,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
 			continue // a field of a newer writer
 		}
-		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome) && ev.Process == nil {
+		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome || num == fScriptSHA256) && ev.Process == nil {
 			ev.Process = d.in.process()
 		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
 			ev.Network = d.in.network()
@@ -450,6 +452,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Home = s
 	case fSHA256:
 		ev.SHA256 = s
+	case fScriptSHA256:
+		ev.ScriptSHA256 = s
 	case fChildExecID:
 		ev.ChildExecID = s
 	case fAccess:
@@ -481,7 +485,7 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
-		fSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
+		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
 		fFileType, fPathRequested, fPathDiffers} {
 		m[f] = true
 	}

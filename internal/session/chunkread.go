@@ -286,13 +286,18 @@ func (r *Reader) checkSeal(c driverConn, walk *chainWalk) []Damage {
 	if err := hashLeftovers(c, st); err != nil {
 		return []Damage{{Problem: fmt.Sprintf("leftovers unreadable (%v)", explain(err))}}
 	}
+	if r.version >= 4 {
+		if err := hashVerdicts(c, st); err != nil {
+			return []Damage{{Problem: fmt.Sprintf("exec verdicts unreadable (%v)", explain(err))}}
+		}
+	}
 	state := st.sum()
 	chain, err := hex.DecodeString(r.seal.Chain)
 	if err != nil || len(chain) != 32 {
 		return modified("the seal is malformed")
 	}
 	if r.seal.State != hex.EncodeToString(state[:]) || r.seal.Digest != sealDigest([32]byte(chain), state) {
-		return modified("the metadata, lost counters or leftovers changed")
+		return modified("the metadata, lost counters, leftovers or exec verdicts changed")
 	}
 	if walk.known && (walk.chunks != r.seal.Chunks || !bytes.Equal(walk.prev[:], chain)) {
 		return modified(fmt.Sprintf("the chunks do not end where the seal says (%d chunks read, %d sealed)", walk.chunks, r.seal.Chunks))

@@ -261,7 +261,7 @@ func TestTamperAndDamage(t *testing.T) {
 				mustExec(t, db, `UPDATE meta SET value = replace(value, '"exit_code":0', '"exit_code":1') WHERE key = 'meta'`)
 			},
 			integrity: IntegrityModified,
-			damage:    "metadata, lost counters or leftovers changed",
+			damage:    "metadata, lost counters, leftovers or exec verdicts changed",
 		},
 		{
 			name: "lost counter reset",
@@ -269,7 +269,7 @@ func TestTamperAndDamage(t *testing.T) {
 				mustExec(t, db, `INSERT INTO lost (stage, count) VALUES ('ringbuf', 0)`)
 			},
 			integrity: IntegrityModified,
-			damage:    "metadata, lost counters or leftovers changed",
+			damage:    "metadata, lost counters, leftovers or exec verdicts changed",
 		},
 		{
 			name: "seal removed",

@@ -58,6 +58,11 @@ type bulkInsert struct {
 	args  []driver.NamedValue // reused for every statement
 }
 
+// placeholders returns "?, ?, ..." with n marks.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
 // prepareInserts prepares the chunk and string inserts.
 func (w *Writer) prepareInserts() error {
 	prep := func(table, cols string, n int, sizes []int) (*bulkInsert, error) {
@@ -354,6 +359,7 @@ func (w *Writer) commitTx(dirty, final bool) (err error) {
 	}
 	w.inTx = false
 	w.pending = 0
+	w.verdictsCommitted()
 	return nil
 }
 
@@ -407,6 +413,13 @@ func (w *Writer) writeState(final bool) error {
 			int64(l.PID), l.ExecID, l.Comm, string(argv)); err != nil {
 			return fmt.Errorf("write leftovers: %w", err)
 		}
+	}
+	var vst *stateHash
+	if final {
+		vst = st
+	}
+	if err := w.writeVerdicts(vst); err != nil {
+		return err
 	}
 	if !final {
 		return nil

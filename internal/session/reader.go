@@ -315,8 +315,10 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 	var fnErr error
 	var damage []Damage
+	sums := r.hashes()
 	err := r.raw(func(c driverConn) error {
 		keep := func(ev *event.Event) error {
+			sums.fill(ev)
 			fnErr = fn(ev)
 			return fnErr
 		}
@@ -499,11 +501,6 @@ func textCol(v driver.Value) string {
 		return ""
 	}
 	return fmt.Sprint(v)
-}
-
-// placeholders returns "?, ?, ..." with n marks.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // Leftovers returns the processes still running when tracing stopped.

@@ -12,9 +12,10 @@ import (
 // meaning changes; Open refuses files from a newer polygraph. Version 1
 // kept an events row per event (schemaV1Events); version 2 keeps them in
 // chunks (chunk.go); version 3 adds each chunk's checksum and hash chain
-// (integrity.go). The reader reads all three; the writer writes the
+// (integrity.go); version 4 adds the exec_verdicts table (verdicts.go),
+// which the seal covers. The reader reads all four; the writer writes the
 // newest.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // applicationID marks the file as ours in the SQLite header (PRAGMA
 // application_id), "plgr" in ASCII, so `file(1)` and Open can tell a
@@ -58,6 +59,15 @@ CREATE TABLE leftovers (
 	exec_id TEXT NOT NULL,
 	comm    TEXT NOT NULL,
 	argv    TEXT NOT NULL             -- JSON array
+);
+CREATE TABLE exec_verdicts (
+	exec_id TEXT NOT NULL,            -- the exec event's exec_id
+	role    TEXT NOT NULL,            -- binary, script
+	path    TEXT NOT NULL,
+	sha256  TEXT NOT NULL,            -- '' when the file could not be hashed
+	status  TEXT NOT NULL,            -- verified, modified, unknown, unavailable
+	data    TEXT NOT NULL,            -- JSON of integrity.Verdict (source, expected hash, package, location)
+	PRIMARY KEY (exec_id, role)
 );
 `
 

@@ -65,6 +65,7 @@ type Writer struct {
 	meta      Meta
 	lost      map[string]uint64
 	leftovers []Leftover
+	verdicts  verdicts    // see AddVerdict
 	dirty     bool        // meta, lost or leftovers changed since the last commit
 	onFault   func(Fault) // see OnFault
 	faultErr  error       // the fault being ridden out, for Err

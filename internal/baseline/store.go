@@ -1,0 +1,129 @@
+package baseline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Store keeps the profiles as one JSON file each under the polygraph
+// home's baselines directory: $POLYGRAPH_HOME/baselines/KEY.json. A
+// profile is small (sets and a few numbers per session), and a file a
+// person can read and diff is worth more than a table.
+type Store struct {
+	dir string
+}
+
+// Open returns the store of the polygraph home home (session.Home()).
+func Open(home string) *Store { return &Store{dir: filepath.Join(home, "baselines")} }
+
+// Dir is where the store keeps its files.
+func (s *Store) Dir() string { return s.dir }
+
+// fileName turns a profile key into a file name: agent names and
+// versions are words, dots and dashes; anything else becomes _.
+func fileName(key string) string {
+	b := []byte(key)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '@' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b) + ".json"
+}
+
+// Load returns the profile with key, nil (and no error) when there is
+// none.
+func (s *Store) Load(key string) (*Profile, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, fileName(key)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", key, err)
+	}
+	return &p, nil
+}
+
+// Save writes p, replacing the file atomically.
+func (s *Store) Save(p *Profile) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	path := filepath.Join(s.dir, fileName(p.Key()))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	return nil
+}
+
+// List returns every profile, by key.
+func (s *Store) List() ([]*Profile, error) {
+	ents, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	var out []*Profile
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+		var p Profile
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("baseline %s: %w", name, err)
+		}
+		out = append(out, &p)
+	}
+	slices.SortFunc(out, func(a, b *Profile) int { return strings.Compare(a.Key(), b.Key()) })
+	return out, nil
+}
+
+// Select returns the profile to judge a session of agent (at version)
+// by: the agent's profile for that version, else the agent's profile with
+// the most sessions (another version behaves much the same more often
+// than not; the finding names the profile used). nil when the agent has
+// none.
+func (s *Store) Select(agent, version string) (*Profile, error) {
+	if agent == "" {
+		return nil, nil
+	}
+	if p, err := s.Load(Key(agent, version)); p != nil || err != nil {
+		return p, err
+	}
+	all, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	var best *Profile
+	for _, p := range all {
+		if p.Agent == agent && (best == nil || len(p.Sessions) > len(best.Sessions)) {
+			best = p
+		}
+	}
+	return best, nil
+}

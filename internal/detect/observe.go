@@ -1,0 +1,226 @@
+package detect
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/baseline"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/transcript"
+)
+
+// Observing a session
+//
+// A baseline and an allowlist policy learn what sessions did in the terms
+// the rules judge them in: the same events (the agent's own bookkeeping
+// and API traffic left out), the same destinations (peerOf, allowed), the
+// same program names (policy.ProgramNames) and the same normalised paths
+// (policy.Normalise). So Observe lives here, beside the rules that read
+// its output back: baseline-deviation, unexpected-program and
+// unexpected-path.
+
+// Observe returns what session in did, per tool kind, for a baseline or
+// an allowlist policy.
+func Observe(in Input) *baseline.Sample {
+	return newFacts(in).observe()
+}
+
+// maxDirDepth is how many levels below the workspace, the home or / a
+// directory keeps: deeper ones (a dependency tree's) say little more.
+const maxDirDepth = 3
+
+// tempDirs hold per-run names (mktemp's): a file under one counts as
+// under "the temporary directory", whatever its name.
+var tempDirs = []string{"/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/"}
+
+// observe is Observe.
+func (s *facts) observe() *baseline.Sample {
+	smp := &baseline.Sample{Session: s.in.Meta.ID, Kinds: map[string]*baseline.Activity{}, Unallowed: baseline.Seen{}}
+	smp.Agent, smp.Version = s.agentName()
+	act := func(kind string) *baseline.Activity {
+		a := smp.Kinds[kind]
+		if a == nil {
+			a = baseline.NewActivity()
+			smp.Kinds[kind] = a
+		}
+		return a
+	}
+	callExecs := map[string][]time.Time{}
+	dirs := dirCache{}
+	for i, e := range s.events {
+		f := &s.byEvent[i]
+		if f.flags&fOwn != 0 {
+			continue
+		}
+		call := s.callOf(e)
+		kind := s.kindOf(call)
+		switch {
+		case f.flags&fExec != 0:
+			if names := policy.ProgramNames(e.Path, e.Argv); len(names) > 0 {
+				act(kind).Programs.Add(names[0], e.Seq)
+			}
+			if call != "" {
+				callExecs[call] = append(callExecs[call], e.TS)
+			}
+		case f.flags&(fEgress|fNetSent) != 0:
+			if s.internalLoopback(e) {
+				continue // a server of the tree's own, on whatever port it got
+			}
+			p := s.peerOf(e)
+			dest := destination(e, p)
+			a := act(kind)
+			a.Hosts.Add(dest, e.Seq)
+			if f.flags&fNetSent != 0 {
+				a.BytesOut[dest] += e.BytesSent
+			}
+			if !s.allowed(e, p) {
+				smp.Unallowed.Add(dest, e.Seq)
+			}
+		case f.path >= 0:
+			s.observeFile(act, kind, i, f, dirs)
+		}
+	}
+	if s.in.Transcript == nil {
+		return smp
+	}
+	for _, c := range s.in.Transcript.ToolCalls {
+		a := act(s.kindOf(c.ID))
+		a.Calls++
+		ts := callExecs[c.ID]
+		a.Procs = append(a.Procs, len(ts))
+		a.Burst = append(a.Burst, burst(ts, time.Second))
+	}
+	return smp
+}
+
+// dirCache keeps observedDir's answers by path id: a session opens the
+// same few thousand paths over and over.
+type dirCache map[int32]struct {
+	dir string
+	ok  bool
+}
+
+// dir is observedDir of the path with id.
+func (c dirCache) dir(s *facts, id int32) (string, bool) {
+	v, seen := c[id]
+	if !seen {
+		v.dir, v.ok = s.observedDir(s.paths.strs[id])
+		c[id] = v
+	}
+	return v.dir, v.ok
+}
+
+// observeFile takes file event events[i], with fact f, into the sample.
+func (s *facts) observeFile(act func(string) *baseline.Activity, kind string, i int, f *fact, dirs dirCache) {
+	e := s.events[i]
+	if f.flags&fRead != 0 {
+		if _, ok := s.match(setSensitive, f.path); ok || s.is(setAgentConfig, f.path) {
+			act(kind).Sensitive.Add(s.normalise(e.Path), e.Seq)
+		}
+		if d, ok := dirs.dir(s, f.path); ok {
+			act(kind).Reads.Add(d, e.Seq)
+		}
+	}
+	if f.written >= 0 {
+		if d, ok := dirs.dir(s, f.written); ok {
+			act(kind).Writes.Add(d, e.Seq)
+		}
+	}
+}
+
+// agentName is AgentOf the session.
+func (s *facts) agentName() (name, version string) { return AgentOf(s.in.Transcript, s.in.Meta) }
+
+// AgentOf names a session's agent, as baselines are kept: the
+// transcript's agent and version, else the profile (internal/agent) of
+// the traced command, else "unknown".
+func AgentOf(t *transcript.Transcript, meta session.Meta) (name, version string) {
+	if t != nil && t.Agent != "" {
+		return t.Agent, t.Version
+	}
+	if c := meta.Command; len(c) > 0 {
+		if p, ok := agent.Executable(c[0], c); ok {
+			return p.Name, ""
+		}
+	}
+	return "unknown", ""
+}
+
+// kindOf is the tool kind of call, baseline.KindNone for none.
+func (s *facts) kindOf(call string) string {
+	if c := s.calls[call]; c != nil && c.Kind != "" {
+		return string(c.Kind)
+	}
+	return baseline.KindNone
+}
+
+// normalise is policy.Normalise in the session's workspace and home.
+func (s *facts) normalise(p string) string { return policy.Normalise(p, s.in.Meta.Cwd, s.home) }
+
+// observedDir is the directory of path p as a baseline and an allowlist
+// keep it: normalised, at most maxDirDepth levels deep, any temporary
+// directory's content as DIR/*. ok is false for the system directories.
+func (s *facts) observedDir(p string) (string, bool) {
+	n := s.normalise(p)
+	if strings.HasPrefix(n, "/") {
+		if systemRead(n) {
+			return "", false
+		}
+		for _, t := range tempDirs {
+			if strings.HasPrefix(n, t) {
+				return t + "*", true
+			}
+		}
+	}
+	if n == "." || n == "~" {
+		return n, true // the workspace or home directory itself, listed
+	}
+	anchor, rest := "", n
+	switch {
+	case strings.HasPrefix(n, "./"), strings.HasPrefix(n, "~/"):
+		anchor, rest = n[:2], n[2:]
+	case strings.HasPrefix(n, "/"):
+		anchor, rest = "/", n[1:]
+	}
+	// path.Dir would clean "./" away: the anchor stays apart.
+	comps := strings.Split(rest, "/")
+	comps = comps[:min(len(comps)-1, maxDirDepth)]
+	d := anchor + strings.Join(comps, "/")
+	switch d {
+	case "./", "~/":
+		d = d[:1]
+	case "":
+		d = "/"
+	}
+	return d, true
+}
+
+// destination names where a connect or net event went: host:port, with
+// the name when known.
+func destination(e *event.Event, p peer) string {
+	h := p.host
+	if h == "" {
+		h = e.Addr
+	}
+	return net.JoinHostPort(h, strconv.Itoa(int(e.Port)))
+}
+
+// burst is the most of times (in any order) within one window.
+func burst(times []time.Time, window time.Duration) int {
+	ts := slices.Clone(times)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	best, j := 0, 0
+	for i := range ts {
+		for ts[i].Sub(ts[j]) >= window {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best
+}

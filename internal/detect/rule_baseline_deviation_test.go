@@ -1,0 +1,76 @@
+package detect
+
+import (
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/baseline"
+)
+
+// TestBaselineDeviation: learned from three honest sessions, the
+// baseline says nothing of a fourth and flags the attack's new program,
+// credential and host; with two sessions it judges nothing.
+func TestBaselineDeviation(t *testing.T) {
+	prof := &baseline.Profile{Agent: "claude-code"}
+	for i, id := range []string{"s1", "s2", "s3"} {
+		b := newBuilder()
+		work(b, false)
+		selfServer(b, uint16(41000+i))
+		in := b.input()
+		in.Meta.ID = id
+		prof.Add(Observe(in), time.Now())
+		b = newBuilder()
+		work(b, true)
+		in = b.input()
+		in.Baseline = prof
+		var got []Finding
+		for _, f := range Run(in) {
+			if f.Rule == "baseline-deviation" {
+				got = append(got, f)
+			}
+		}
+		if i < 2 {
+			if len(got) != 0 {
+				t.Errorf("judged with %d sessions: %v", i+1, summary(got))
+			}
+			continue
+		}
+		titles := map[string]bool{}
+		for _, f := range got {
+			titles[f.Title] = true
+			if f.ToolCallID != "t1" {
+				t.Errorf("%s: call %q, want t1", f.Title, f.ToolCallID)
+			}
+		}
+		for _, want := range []string{
+			"New for claude-code: shell calls ran nc",
+			"New for claude-code: shell calls read the credential file ~/.ssh/id_ed25519",
+			"New for claude-code: shell calls contacted 10.9.9.9:4444",
+		} {
+			if !titles[want] {
+				t.Errorf("no %q among %v", want, titles)
+			}
+		}
+	}
+	b := newBuilder()
+	work(b, false)
+	selfServer(b, 41999)
+	in := b.input()
+	in.Baseline = prof
+	for _, f := range Run(in) {
+		if f.Rule == "baseline-deviation" {
+			t.Errorf("honest session flagged: %s", f.Title)
+		}
+	}
+}
+
+// selfServer is a test run that serves on a port of its own and connects
+// to it: a port that changes from run to run and is no host contacted.
+func selfServer(b *builder, port uint16) {
+	ag := b.agent(300, "/usr/local/bin/claude")
+	b.shell("t2", "go test ./...")
+	tst := ag.spawn(301, "t2", "/tmp/go-build1/x.test", "x.test")
+	tst.bind(port)
+	tst.connect("127.0.0.1", port)
+	tst.sent("127.0.0.1", port, 300)
+}

@@ -1,0 +1,175 @@
+package session
+
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// Verdict is one integrity verdict on a file an exec ran: the binary or
+// the script an interpreter was asked to run. The session stores it as
+// the integrity package encodes it (Data, the JSON of integrity.Verdict),
+// with the fields a reader of the file needs as columns; it does not
+// import that package, which itself stores into the session home.
+//
+// Verdicts are part of the seal: Close digests them with the final
+// metadata (stateHash), so a verdict edited, added or removed after
+// recording makes the session read as modified.
+type Verdict struct {
+	ExecID string // the exec event's ExecID
+	Role   string // "binary" or "script"
+	Path   string
+	SHA256 string
+	Status string // verified, modified, unknown, unavailable
+	Data   []byte // the verdict as JSON
+}
+
+// verdicts is the Writer's share of the verdicts, under Writer.mu: those
+// not yet committed. The committed ones are only in the file; the seal
+// digests them from there, so a week of execs costs no memory.
+type verdicts struct {
+	unsaved []Verdict
+	writing int // len(unsaved) handed to the open transaction
+}
+
+// AddVerdict stores v with the next commit. It never blocks on the disk,
+// so the integrity pool may call it from its workers. A second verdict
+// for the same exec and role replaces the first.
+func (w *Writer) AddVerdict(v Verdict) {
+	v.Data = slices.Clone(v.Data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.verdicts.unsaved = append(w.verdicts.unsaved, v)
+	w.dirty = true
+}
+
+// writeVerdicts inserts the uncommitted verdicts inside the caller's
+// transaction and, when st is not nil (the final state), digests every
+// row of the table into it, read back the way the reader reads them.
+// INSERT OR REPLACE makes writing a verdict again after a failed commit
+// harmless.
+func (w *Writer) writeVerdicts(st *stateHash) error {
+	w.mu.Lock()
+	rows := slices.Clone(w.verdicts.unsaved)
+	w.verdicts.writing = len(rows)
+	w.mu.Unlock()
+	for _, v := range rows {
+		if err := w.exec(`INSERT OR REPLACE INTO exec_verdicts (exec_id, role, path, sha256, status, data) VALUES (?, ?, ?, ?, ?, ?)`,
+			v.ExecID, v.Role, v.Path, v.SHA256, v.Status, string(v.Data)); err != nil {
+			return fmt.Errorf("write exec verdicts: %w", err)
+		}
+	}
+	if st == nil {
+		return nil
+	}
+	if err := hashVerdicts(w.conn, st); err != nil {
+		return fmt.Errorf("digest exec verdicts: %w", err)
+	}
+	return nil
+}
+
+// verdictsCommitted drops the verdicts the committed transaction wrote
+// from the unsaved list.
+func (w *Writer) verdictsCommitted() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.verdicts.unsaved = w.verdicts.unsaved[w.verdicts.writing:]
+	w.verdicts.writing = 0
+}
+
+func (s *stateHash) verdict(execID, role, path, sha, status, data string) {
+	s.str("verdict")
+	for _, v := range [...]string{execID, role, path, sha, status, data} {
+		s.str(v)
+	}
+}
+
+// verdictsQuery reads the verdicts in the order the seal digests them.
+const verdictsQuery = "SELECT exec_id, role, path, sha256, status, data FROM exec_verdicts ORDER BY exec_id, role"
+
+// hashVerdicts feeds the exec_verdicts rows, as stored, to st.
+func hashVerdicts(c driverConn, st *stateHash) error {
+	return scanVerdicts(c, func(v Verdict) { st.verdict(v.ExecID, v.Role, v.Path, v.SHA256, v.Status, string(v.Data)) })
+}
+
+func scanVerdicts(c driverConn, fn func(Verdict)) error {
+	rows, err := query(c, verdictsQuery, nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	row := make([]driver.Value, 6)
+	for {
+		if err := rows.Next(row); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		fn(Verdict{ExecID: textCol(row[0]), Role: textCol(row[1]), Path: textCol(row[2]), SHA256: textCol(row[3]),
+			Status: textCol(row[4]), Data: []byte(textCol(row[5]))})
+	}
+}
+
+// Verdicts returns the integrity verdicts recorded with the session, by
+// exec id and role; none for a session recorded before polygraph checked
+// executables (format version 3 and older).
+func (r *Reader) Verdicts() ([]Verdict, error) {
+	if r.version < 4 {
+		return nil, nil
+	}
+	var out []Verdict
+	err := r.raw(func(c driverConn) error {
+		return scanVerdicts(c, func(v Verdict) { out = append(out, v) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: exec verdicts: %w", r.path, explain(err))
+	}
+	return out, nil
+}
+
+// hashes are the SHA-256 of each exec's binary and script, by exec id,
+// which Events fills into the exec events.
+type hashes map[string][2]string
+
+func (r *Reader) hashes() hashes {
+	vs, err := r.Verdicts()
+	if err != nil || len(vs) == 0 {
+		return nil
+	}
+	h := hashes{}
+	for _, v := range vs {
+		if v.SHA256 == "" {
+			continue
+		}
+		p := h[v.ExecID]
+		switch v.Role {
+		case "binary":
+			p[0] = v.SHA256
+		case "script":
+			p[1] = v.SHA256
+		}
+		h[v.ExecID] = p
+	}
+	return h
+}
+
+// fill sets an exec event's hashes from the verdicts.
+func (h hashes) fill(ev *event.Event) {
+	if h == nil || ev.Kind != event.KindExec || ev.Process == nil {
+		return
+	}
+	p, ok := h[ev.ExecID]
+	if !ok {
+		return
+	}
+	if ev.Process.SHA256 == "" {
+		ev.Process.SHA256 = p[0]
+	}
+	if ev.Process.ScriptSHA256 == "" {
+		ev.Process.ScriptSHA256 = p[1]
+	}
+}
