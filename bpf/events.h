@@ -28,6 +28,11 @@ enum ev_kind {
 	EV_BIND = 11,
 	EV_ACCEPT = 12,
 	EV_DNS = 13,
+	EV_SEND = 14,   /* struct ev_sock: first send to a peer named per message */
+	EV_INJECT = 15, /* struct ev_call */
+	EV_SIGNAL = 16, /* struct ev_call */
+	EV_BPF = 17,    /* struct ev_call */
+	EV_HANDLE = 18, /* struct ev_path: name_to_handle_at */
 };
 
 /* Limits of the variable parts (documented in README, "What is recorded"). */
@@ -123,15 +128,56 @@ struct ev_path {
 	__u32 _pad0;
 };
 
-/* EV_CONNECT, EV_BIND, EV_ACCEPT: then addr_len bytes of sockaddr as the
- * process passed it (connect, bind) or built from the socket (accept). */
+/* EV_CONNECT, EV_BIND, EV_ACCEPT, EV_SEND: then addr_len bytes of
+ * sockaddr, built from the socket (accept; connect whose socket has a
+ * peer: SF_SOCK) or as the process passed it (bind; a connect that left no
+ * peer on the socket, a send's destination: SF_USER), then for a Unix
+ * connect whose peer the kernel knows, exe_len bytes of the peer's
+ * executable (walked). */
 struct ev_sock {
 	struct ev_header h;
 	__s64 result;
 	__u32 fd;
 	__u16 addr_len;
 	__u16 proto;
+	__u32 peer_pid; /* unix connect: the tgid that listened (sk_peer_pid) */
+	__u16 sock_type;
+	__u16 exe_len;
+	__u8 sflags; /* SF_* */
+	__u8 _pad0[7];
 };
+
+/* ev_sock.sflags */
+#define SF_SOCK (1 << 0)        /* the address was read from the socket */
+#define SF_USER (1 << 1)        /* the address was read from user memory at sys_exit */
+#define SF_FASTOPEN (1 << 2)    /* connect: a TCP Fast Open sendto/sendmsg */
+#define SF_PEER_TRACKED (1 << 3) /* unix connect: the peer is in the traced tree */
+
+/* EV_INJECT, EV_SIGNAL, EV_BPF: a call aimed at another process or at
+ * the kernel. method is CALL_*; arg the ptrace request, the signal or the
+ * bpf command. */
+struct ev_call {
+	struct ev_header h;
+	__s64 result;
+	__u32 target; /* tgid (inject, signal), as the caller named it */
+	__u32 arg;
+	__u8 method;
+	__u8 adopted; /* inject: the target was outside the tree and is traced from now */
+	__u8 ns_local; /* inject: the caller is in a child pid namespace: target is its number there */
+	__u8 _pad0;
+	__u32 _pad1;
+	__u64 target_image_ns; /* inject, adopted: the image_ns its events carry from now */
+};
+
+/* ev_call.method */
+#define CALL_PTRACE 1
+#define CALL_VM_WRITEV 2
+#define CALL_PROC_MEM 3 /* open of /proc/PID/mem for writing */
+#define CALL_KILL 4
+#define CALL_TKILL 5
+#define CALL_TGKILL 6
+#define CALL_PIDFD 7 /* pidfd_send_signal */
+#define CALL_BPF 8
 
 /* EV_DNS: a message the tree sent to port 53; then addr (sockaddr of the
  * server, may be empty) and data_len bytes of the DNS message. */
@@ -165,6 +211,7 @@ struct proc_info {
 };
 
 /* proc_info.flags */
-#define PI_PEERS (1 << 0) /* count_bytes made an entry in peer_bytes */
+#define PI_PEERS (1 << 0)   /* count_bytes made an entry in peer_bytes */
+#define PI_ADOPTED (1 << 1) /* an inject from the tree brought it in */
 
 #endif

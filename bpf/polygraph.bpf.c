@@ -5,8 +5,10 @@
  *  - tp_btf sched_process_{fork,exec,exit} keep the set of traced
  *    processes (map tracked) and report the process tree;
  *  - tp_btf sys_exit reports file and socket operations with their
- *    results, and the DNS messages the tree sends, dispatching on the
- *    syscall number. At exit the arguments and the memory they point to
+ *    results, the DNS messages the tree sends and the destinations it
+ *    names per message, writes into other processes (ptrace,
+ *    process_vm_writev), signals to polygraph and bpf(2) calls,
+ *    dispatching on the syscall number. At exit the arguments and the memory they point to
  *    are still there, so nothing hooks sys_enter: a program there cost
  *    every syscall of the machine ~50 ns more. (Per-syscall tracepoints
  *    would skip unrelated syscalls, but each needs a perf event whose
@@ -39,6 +41,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define O_CREAT 0100
 #define O_TRUNC 01000
 #define AT_REMOVEDIR 0x200
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define SOCK_RAW 3
+#define MSG_FASTOPEN 0x20000000
+#define PROC_SUPER_MAGIC 0x9fa0
+#define PIDFS_MAGIC 0x50494446
+#define PTRACE_POKETEXT 4
+#define PTRACE_POKEDATA 5
+#define PTRACE_ATTACH 16
+#define PTRACE_SEIZE 0x4206
+#define BY_HANDLE (1u << 30) /* ev_path.flags of an open_by_handle_at: no path was named */
 #define NO_BASE -1000 /* op.dfd value: do not resolve this path */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
@@ -69,6 +82,13 @@ _Static_assert(sizeof(struct ev_exec) <= DATA_OFF, "ev_exec overlaps data");
 _Static_assert(sizeof(struct ev_path) <= DATA_OFF, "ev_path overlaps data");
 _Static_assert(sizeof(struct ev_sock) <= DATA_OFF, "ev_sock overlaps data");
 _Static_assert(sizeof(struct ev_dns) <= DATA_OFF, "ev_dns overlaps data");
+
+/* sensor_pid is polygraph's own pid (set at load): a signal the tree aims
+ * at it is a tamper signal. */
+const volatile __u32 sensor_pid = 0;
+/* sensor_pgid is polygraph's process group, which `run` shares with the
+ * command: kill(0) and kill(-pgid) from the tree reach polygraph too. */
+const volatile __u32 sensor_pgid = 0;
 
 struct scratch {
 	__u8 b[SCRATCH_SIZE];
@@ -142,6 +162,7 @@ const struct ev_exit *_unused_exit __attribute__((unused));
 const struct ev_path *_unused_path __attribute__((unused));
 const struct ev_sock *_unused_sock __attribute__((unused));
 const struct ev_dns *_unused_dns __attribute__((unused));
+const struct ev_call *_unused_call __attribute__((unused));
 
 static __always_inline void count_lost(__u32 slot)
 {
@@ -565,6 +586,10 @@ static __always_inline __u32 open_object(struct task_struct *t, long fd, struct 
 	return n;
 }
 
+static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, const __u8 *leaf);
+static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
+				       bool adopt);
+
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
 	struct scratch *s = get_scratch();
@@ -589,10 +614,18 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->imode = 0;
 	e->obj_len = 0;
 	e->_pad0 = 0;
-	if (v.kind == EV_OPEN && ret >= 0)
-		off += open_object(t, ret, e, s, off, &flags);
+	__u32 target = 0;
+	if (v.kind == EV_OPEN && ret >= 0) {
+		__u32 n = open_object(t, ret, e, s, off, &flags);
+		/* /proc/PID/mem opened for writing: an inject */
+		if (n >= 4 && (v.flags & 3))
+			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
+		off += n;
+	}
 	e->h.flags = flags;
 	submit_scratch(s, off);
+	if (target && target != t->tgid)
+		report_call(pi, EV_INJECT, CALL_PROC_MEM, target, v.flags, ret, true);
 	return 0;
 }
 
@@ -610,23 +643,133 @@ static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
 	return BPF_CORE_READ(sock, sk);
 }
 
-/* sock_addr builds a sockaddr_in/in6 of sk's peer in data at off. */
-static __always_inline __u32 sock_addr(struct sock *sk, struct scratch *s, __u32 off)
+/* sock_view is what the socket paths ask of a socket. */
+struct sock_view {
+	__u32 daddr;
+	__u16 dport;
+	__u16 family;
+	__u16 type;
+	__u16 proto;
+};
+
+/* read_sock_view fills v from sk with two probe reads where the kernel
+ * keeps the fields together (the head of sock_common: daddr, dport,
+ * family; sk_type next to sk_protocol), instead of one per field: a send
+ * pays it on every call, a connect on each. */
+static __always_inline void read_sock_view(struct sock *sk, struct sock_view *v)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u64 oa = bpf_core_field_offset(struct sock, __sk_common.skc_daddr);
+	__u64 op = bpf_core_field_offset(struct sock, __sk_common.skc_dport);
+	__u64 of = bpf_core_field_offset(struct sock, __sk_common.skc_family);
+	if (oa == 0 && op <= 30 && of <= 30 && !((op | of) & 1)) {
+		__u8 head[32] = {};
+		bpf_probe_read_kernel(head, sizeof(head), sk);
+		v->daddr = *(__u32 *)head;
+		v->dport = *(__u16 *)&head[op & 30];
+		v->family = *(__u16 *)&head[of & 30];
+	} else {
+		v->daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		v->dport = BPF_CORE_READ(sk, __sk_common.skc_dport);
+		v->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	}
+	__u64 ot = bpf_core_field_offset(struct sock, sk_type);
+	__u64 opr = bpf_core_field_offset(struct sock, sk_protocol);
+	if (opr == ot + 2 || ot == opr + 2) {
+		__u64 lo = ot < opr ? ot : opr;
+		__u32 w = 0; /* both, little-endian (x86-64 and arm64 are) */
+		bpf_probe_read_kernel(&w, sizeof(w), (void *)sk + lo);
+		v->type = ot == lo ? w & 0xFFFF : w >> 16;
+		v->proto = ot == lo ? w >> 16 : w & 0xFFFF;
+	} else {
+		v->type = BPF_CORE_READ(sk, sk_type);
+		v->proto = BPF_CORE_READ(sk, sk_protocol);
+	}
+}
+
+/* view_addr builds a sockaddr_in/in6 of sk's peer (v is its view) in
+ * data at off. */
+static __always_inline __u32 view_addr(struct sock *sk, struct sock_view *v, struct scratch *s, __u32 off)
+{
 	__u8 *d = &s->b[OFF(off)];
 	__builtin_memset(d, 0, 28);
-	*(__u16 *)d = family;
-	*(__u16 *)(d + 2) = BPF_CORE_READ(sk, __sk_common.skc_dport);
-	if (family == AF_INET) {
-		*(__u32 *)(d + 4) = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	*(__u16 *)d = v->family;
+	*(__u16 *)(d + 2) = v->dport;
+	if (v->family == AF_INET) {
+		*(__u32 *)(d + 4) = v->daddr;
 		return 16;
 	}
-	if (family == AF_INET6) {
-		BPF_CORE_READ_INTO(d + 8, sk, __sk_common.skc_v6_daddr);
+	if (v->family == AF_INET6) {
+		/* not BPF_CORE_READ_INTO: it reads sizeof(*dst), 1 byte here */
+		bpf_core_read(d + 8, 16, &sk->__sk_common.skc_v6_daddr);
 		return 28;
 	}
 	return 2;
+}
+
+/* unix_peer writes the executable of sk's peer process (the one that
+ * listened: the kernel copies its pid into the connecting socket) at off
+ * and fills e's peer fields. It returns the bytes written. */
+static __always_inline __u32 unix_peer(struct sock *sk, struct ev_sock *e, struct scratch *s, __u32 off)
+{
+	struct pid *pp = BPF_CORE_READ(sk, sk_peer_pid);
+	if (!pp)
+		return 0;
+	__u32 pid = BPF_CORE_READ(pp, numbers[0].nr);
+	e->peer_pid = pid;
+	if (bpf_map_lookup_elem(&tracked, &pid))
+		e->sflags |= SF_PEER_TRACKED;
+	/* the task whose pid it is: tasks[PIDTYPE_PID] links its pid_links[0] */
+	struct hlist_node *first = BPF_CORE_READ(pp, tasks[0].first);
+	if (!first)
+		return 0;
+	struct task_struct *pt = (void *)first - bpf_core_field_offset(struct task_struct, pid_links);
+	struct file *exe = BPF_CORE_READ(pt, mm, exe_file);
+	if (!exe)
+		return 0;
+	__u8 wf = 0;
+	__u32 n = walk_path(__builtin_preserve_access_index(&exe->f_path), s, off, &wf);
+	e->exe_len = n;
+	return n;
+}
+
+/* connect_addr writes the peer a connect reached (and sets addr_len;
+ * it returns the bytes written, a Unix peer's exe included): from the socket where
+ * it has one (what the kernel connected to, whatever a second thread did
+ * to the sockaddr since), else the sockaddr as the process passed it (a
+ * failed connect, AF_UNSPEC). */
+static __always_inline __u32 connect_addr(struct sock *sk, struct sock_view *v, struct ev_sock *e, struct scratch *s,
+					  __u64 uaddr, __u32 ulen, long ret)
+{
+	if (sk && (v->family == AF_INET || v->family == AF_INET6) && v->dport) {
+		e->sflags |= SF_SOCK;
+		e->addr_len = view_addr(sk, v, s, 0);
+		return e->addr_len;
+	}
+	__u32 n = bounded(ulen, SOCKADDR_MAX);
+	if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)uaddr))
+		return 0;
+	e->sflags |= SF_USER;
+	e->addr_len = n;
+	if (sk && ret == 0 && *(__u16 *)&s->b[OFF(0)] == AF_UNIX)
+		n += unix_peer(sk, e, s, n);
+	return n;
+}
+
+/* sock_event starts an ev_sock in the scratch buffer. */
+static __always_inline struct ev_sock *sock_event(struct scratch *s, struct proc_info *pi, struct task_struct *t, __u8 kind, long ret, __u32 fd)
+{
+	struct ev_sock *e = (void *)s->b;
+	fill_header(&e->h, t, kind, bpf_ktime_get_boot_ns(), pi->image_ns);
+	e->result = ret;
+	e->fd = fd;
+	e->addr_len = 0;
+	e->proto = 0;
+	e->peer_pid = 0;
+	e->sock_type = 0;
+	e->exe_len = 0;
+	e->sflags = 0;
+	__builtin_memset(e->_pad0, 0, sizeof(e->_pad0));
+	return e;
 }
 
 static __always_inline int report_sock(struct proc_info *pi, struct op v, long ret)
@@ -638,72 +781,137 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 		return 0;
 
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct ev_sock *e = (void *)s->b;
-	fill_header(&e->h, t, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
-	e->result = ret;
-	e->fd = v.dfd;
-	e->proto = 0;
+	struct ev_sock *e = sock_event(s, pi, t, v.kind, ret, v.dfd);
 	__u32 n = 0;
+	struct sock_view sv = {};
+	struct sock *sk = fd_sock(t, v.kind == EV_ACCEPT ? ret : v.dfd);
+	if (v.kind == EV_ACCEPT && ret < 0)
+		sk = 0;
+	if (sk)
+		read_sock_view(sk, &sv);
 	if (v.kind == EV_ACCEPT) {
-		if (ret >= 0) {
-			struct sock *sk = fd_sock(t, ret);
-			if (sk) {
-				n = sock_addr(sk, s, 0);
-				e->proto = BPF_CORE_READ(sk, sk_protocol);
-			}
+		if (sk) {
+			n = view_addr(sk, &sv, s, 0);
+			e->sflags |= SF_SOCK;
+			e->addr_len = n;
+			if (sv.family == AF_UNIX) /* the connecting process */
+				n += unix_peer(sk, e, s, n);
 		}
+	} else if (v.kind == EV_CONNECT) {
+		n = connect_addr(sk, &sv, e, s, v.p1, v.flags, ret);
 	} else {
 		n = bounded(v.flags, SOCKADDR_MAX);
 		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x7F, (void *)v.p1))
 			n = 0;
-		struct sock *sk = fd_sock(t, v.dfd);
-		if (sk)
-			e->proto = BPF_CORE_READ(sk, sk_protocol);
 	}
-	e->addr_len = n;
+	if (v.kind == EV_BIND)
+		e->addr_len = n & 0xFFFF;
+	e->proto = sv.proto;
+	e->sock_type = sv.type;
 	submit_scratch(s, n);
 	return 0;
 }
 
-/* ---- DNS: messages the tree sends to port 53 ---- */
+/* ---- sends: DNS messages, and destinations named per message ---- */
 
-/* report_dns emits a DNS message if the destination (uaddr, when the
- * process named one, else the socket's peer) is port 53. */
-static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u64 buf, __u64 len)
+/* peer_of fills k from a sockaddr_in/in6. */
+static __always_inline bool peer_of(struct peer_key *k, const __u8 *sa, __u32 n)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct sock *sk = fd_sock(t, fd);
-	if (!sk)
-		return 0;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	if (family != AF_INET && family != AF_INET6)
-		return 0;
-	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
-	__u16 port;
-	if (uaddr) {
-		__u16 sa[2] = {};
-		bpf_probe_read_user(&sa, sizeof(sa), (void *)uaddr);
-		port = bpf_ntohs(sa[1]);
-	} else {
-		port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	__u16 family = *(__u16 *)sa;
+	k->family = family;
+	k->port = bpf_ntohs(*(__u16 *)(sa + 2));
+	if (family == AF_INET && n >= 8) {
+		__builtin_memcpy(k->addr, sa + 4, 4);
+		return true;
 	}
-	if (port != 53)
+	if (family == AF_INET6 && n >= 24) {
+		__builtin_memcpy(k->addr, sa + 8, 16);
+		return true;
+	}
+	return false;
+}
+
+/* report_fastopen reports a TCP Fast Open sendto/sendmsg as the connect
+ * it is: the socket has its peer by sys_exit, read from there. */
+static __always_inline int report_fastopen(struct proc_info *pi, struct sock *sk, struct sock_view *v, long fd,
+					   __u64 uaddr, __u32 alen, long ret)
+{
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct ev_sock *e = sock_event(s, pi, t, EV_CONNECT, ret, fd);
+	e->sflags = SF_FASTOPEN;
+	__u32 n = connect_addr(sk, v, e, s, uaddr, alen, ret);
+	e->proto = v->proto;
+	e->sock_type = v->type;
+	submit_scratch(s, n);
+	return 0;
+}
+
+/* report_send counts the bytes of a send on an unconnected datagram or
+ * raw socket against the destination the process named (sa, n bytes),
+ * and reports the first send of the process to each destination
+ * (EV_SEND): the socket has no peer (sock_send_length would count them
+ * against 0.0.0.0, so count_bytes leaves them here), and the kernel keeps
+ * no record of where the message went, so the destination is the one read
+ * from the sender's memory at sys_exit (a second thread could have
+ * changed it since the kernel copied it; SF_USER says so). */
+static __always_inline int report_send(struct proc_info *pi, struct sock_view *v, long fd, const __u8 *sa, __u32 n,
+				       long ret)
+{
+	if (ret <= 0 || (v->type != SOCK_DGRAM && v->type != SOCK_RAW))
+		return 0;
+	if (v->dport || v->daddr)
+		return 0; /* connected: count_bytes counted it against the peer */
+	struct peer_key k = {};
+	if (!peer_of(&k, sa, n))
+		return 0;
+	k.pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct peer_val *pv = bpf_map_lookup_elem(&peer_bytes, &k);
+	if (pv) {
+		__sync_fetch_and_add(&pv->sent, ret);
+		pv->last_ns = now;
+		return 0;
+	}
+	struct peer_val z = {.sent = ret, .last_ns = now};
+	pi->flags |= PI_PEERS;
+	bpf_map_update_elem(&peer_bytes, &k, &z, BPF_NOEXIST);
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	struct ev_sock *e = sock_event(s, pi, bpf_get_current_task_btf(), EV_SEND, ret, fd);
+	e->sflags = SF_USER;
+	e->proto = v->proto;
+	e->sock_type = v->type;
+	e->addr_len = n;
+	__builtin_memcpy(&s->b[OFF(0)], sa, 28);
+	submit_scratch(s, n);
+	return 0;
+}
+
+/* report_dns emits a DNS message if the destination (the n bytes at sa,
+ * when the process named one, else the socket's peer) is port 53. */
+static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, struct sock_view *v, const __u8 *sa,
+				      __u32 n, __u64 buf, __u64 len)
+{
+	if (v->family != AF_INET && v->family != AF_INET6)
+		return 0;
+	__u16 port = n ? *(__u16 *)(sa + 2) : v->dport;
+	if (bpf_ntohs(port) != 53)
 		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
 	struct ev_dns *e = (void *)s->b;
 	fill_header(&e->h, bpf_get_current_task_btf(), EV_DNS, bpf_ktime_get_boot_ns(), pi->image_ns);
-	e->proto = proto;
+	e->proto = v->proto;
 	e->_pad0 = 0;
-	__u32 n;
-	if (uaddr) {
-		n = bounded(alen, 28);
-		if (bpf_probe_read_user(&s->b[OFF(0)], n & 0x1F, (void *)uaddr))
-			n = 0;
-	} else {
-		n = sock_addr(sk, s, 0);
-	}
+	if (n)
+		__builtin_memcpy(&s->b[OFF(0)], sa, 28);
+	else
+		n = view_addr(sk, v, s, 0);
 	e->addr_len = n;
 	__u32 dl = bounded(len, DNS_MAX);
 	if (bpf_probe_read_user(&s->b[OFF(n)], dl & 0x3FF, (void *)buf))
@@ -713,16 +921,205 @@ static __always_inline int report_dns(struct proc_info *pi, long fd, __u64 uaddr
 	return 0;
 }
 
-/* user_msghdr: name (0), namelen (8), iov (16), iovlen (24), ... size 56 */
-static __always_inline int report_msg(struct proc_info *pi, long fd, __u64 umsg)
+/* report_sent handles a send: its DNS message, and its destination where
+ * it names one (read once, for both). The socket lookup is paid here
+ * only, on sends. */
+static __always_inline int report_sent(struct proc_info *pi, long fd, __u64 uaddr, __u32 alen, __u32 mflags,
+				       __u64 buf, __u64 len, long ret)
+{
+	struct sock *sk = fd_sock(bpf_get_current_task_btf(), fd);
+	if (!sk)
+		return 0;
+	struct sock_view v;
+	read_sock_view(sk, &v);
+	if (v.type == SOCK_STREAM && (mflags & MSG_FASTOPEN) && uaddr)
+		report_fastopen(pi, sk, &v, fd, uaddr, alen, ret);
+	__u8 sa[28] = {};
+	__u32 n = 0;
+	if (uaddr && v.type != SOCK_STREAM) { /* a connected stream ignores the address */
+		n = bounded(alen, 28);
+		if (n < 4 || bpf_probe_read_user(sa, n & 0x1F, (void *)uaddr))
+			n = 0;
+	}
+	report_dns(pi, sk, &v, sa, n, buf, len);
+	if (n)
+		report_send(pi, &v, fd, sa, n, ret);
+	return 0;
+}
+
+/* user_msghdr: name (0), namelen (8), iov (16), iovlen (24), ... size 56;
+ * struct mmsghdr adds msg_len (56), the bytes the kernel sent of it. */
+static __always_inline int report_msg(struct proc_info *pi, long fd, __u64 umsg, __u32 mflags, long ret)
 {
 	__u64 m[4] = {};
 	__u64 iov[2] = {};
 	if (bpf_probe_read_user(&m, sizeof(m), (void *)umsg))
 		return 0;
-	if (!m[2] || !m[3] || bpf_probe_read_user(&iov, sizeof(iov), (void *)m[2]))
+	if (m[2] && m[3])
+		bpf_probe_read_user(&iov, sizeof(iov), (void *)m[2]);
+	return report_sent(pi, fd, m[0], (__u32)m[1], mflags, iov[0], iov[1], ret);
+}
+
+/* report_mmsg is report_msg for message i of a sendmmsg that sent ret. */
+static __always_inline void report_mmsg(struct proc_info *pi, long fd, __u64 vec, __u32 i, __u32 mflags, long ret)
+{
+	if (i >= ret)
+		return;
+	__u32 sent = 0;
+	__u64 mh = vec + i * 64; /* sizeof(struct mmsghdr) */
+	bpf_probe_read_user(&sent, sizeof(sent), (void *)(mh + 56));
+	report_msg(pi, fd, mh, mflags, sent);
+}
+
+/* mmsg_ctx is a sendmmsg's walk in progress (see mmsg_step). */
+struct mmsg_ctx {
+	struct proc_info *pi;
+	__u64 fd;
+	__u64 vec;
+	long ret;
+	__u32 mflags;
+	__u32 _pad;
+};
+
+/* MMSG_MAX bounds the messages of one sendmmsg that are looked at. */
+#define MMSG_MAX 64
+
+/* mmsg_step reports message i of a sendmmsg. Through bpf_loop the
+ * verifier checks one step however many messages there are. */
+static long mmsg_step(__u64 i, void *ctx)
+{
+	struct mmsg_ctx *c = ctx;
+	if (!c->pi)
+		return 1;
+	report_mmsg(c->pi, c->fd, c->vec, i, c->mflags, c->ret);
+	return 0;
+}
+
+/* ---- calls aimed at other processes and at the kernel ---- */
+
+/* bpf_task_from_pid (kernel >= 6.2, weak: 0 where missing) finds a task by
+ * its pid in the initial namespace. */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+/* tgid_of returns the process of thread pid (ptrace names threads; the
+ * tracked map is keyed by process), or pid itself where the kernel
+ * cannot say. */
+static __always_inline __u32 tgid_of(__u32 pid)
+{
+	if (!bpf_task_from_pid || !bpf_task_release)
+		return pid;
+	struct task_struct *p = bpf_task_from_pid(pid);
+	if (!p)
+		return pid;
+	__u32 tgid = p->tgid;
+	bpf_task_release(p);
+	return tgid;
+}
+
+/* initial_pid_ns reports whether the current task's pids are those of
+ * the initial pid namespace, the numbers the sensor keys processes by. */
+static __always_inline bool initial_pid_ns(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	return t->thread_pid->level == 0;
+}
+
+/* report_call sends an ev_call. An inject that worked on a process
+ * outside the tree brings the target in: it is tracked from now, with
+ * the record's time as the image_ns its events carry, which the record
+ * names, so user space links those events to the injector. polygraph
+ * itself is never adopted (it would trace its own reads). */
+static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
+				       bool adopt)
+{
+	struct ev_call *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(0);
 		return 0;
-	return report_dns(pi, fd, m[0], (__u32)m[1], iov[0], iov[1]);
+	}
+	__u64 now = bpf_ktime_get_boot_ns();
+	fill_header(&e->h, bpf_get_current_task_btf(), kind, now, pi->image_ns);
+	e->result = ret;
+	e->target = target;
+	e->arg = arg;
+	e->method = method;
+	e->adopted = 0;
+	e->ns_local = 0;
+	e->_pad0 = 0;
+	e->_pad1 = 0;
+	e->target_image_ns = 0;
+	if (method != CALL_PROC_MEM && !initial_pid_ns()) {
+		/* the number is the caller's namespace's: another process's
+		 * here, so nothing is looked up or adopted under it */
+		e->ns_local = 1;
+	} else if (kind == EV_INJECT && target && (target = tgid_of(target)) != sensor_pid) {
+		e->target = target;
+		struct proc_info *tpi = bpf_map_lookup_elem(&tracked, &target);
+		if (tpi) {
+			e->target_image_ns = tpi->image_ns;
+		} else if (adopt) {
+			struct proc_info ci = {.image_ns = now, .flags = PI_ADOPTED};
+			if (!bpf_map_update_elem(&tracked, &target, &ci, BPF_NOEXIST)) {
+				e->adopted = 1;
+				e->target_image_ns = now;
+			} else {
+				count_lost(1);
+			}
+		}
+	}
+	bpf_ringbuf_submit(e, wakeup());
+	return 0;
+}
+
+/* proc_mem_target returns the pid whose memory the file at fd is (an open
+ * of /proc/PID/mem), else 0. The caller walked the file's path at leaf: its
+ * first component is the file's name, so most opens cost no read here. */
+static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, const __u8 *leaf)
+{
+	if (leaf[0] != 'm' || leaf[1] != 'e' || leaf[2] != 'm' || leaf[3] != 0)
+		return 0;
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return 0;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if (BPF_CORE_READ(ino, i_sb, s_magic) != PROC_SUPER_MAGIC)
+		return 0;
+	struct proc_inode *pin = (void *)ino - bpf_core_field_offset(struct proc_inode, vfs_inode);
+	return BPF_CORE_READ(pin, pid, numbers[0].nr);
+}
+
+/* pidfd_target returns the pid a pidfd refers to: the inode's (pidfs,
+ * kernel >= 6.9) or the file's (an anonymous inode before). */
+static __always_inline __u32 pidfd_target(long fd)
+{
+	struct file *f = fd_file(bpf_get_current_task_btf(), fd);
+	if (!f)
+		return 0;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	struct pid *p;
+	if (BPF_CORE_READ(ino, i_sb, s_magic) == PIDFS_MAGIC)
+		p = BPF_CORE_READ(ino, i_private);
+	else
+		p = BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(p, numbers[0].nr);
+}
+
+/* at_sensor reports whether a signal to pid (a kill(2) target) reaches
+ * polygraph: its pid, every process (-1), its process group (-pgid, or 0
+ * from a process of that group). A caller in a child pid namespace names
+ * other processes by those numbers (and cannot see polygraph's). */
+static __always_inline bool at_sensor(__s32 pid, __u32 sig)
+{
+	if (pid != (__s32)sensor_pid && !(pid == -1 && sig != 0) && pid != -(__s32)sensor_pgid && pid != 0)
+		return false;
+	if (!initial_pid_ns())
+		return false;
+	if (pid == 0) {
+		struct task_struct *t = bpf_get_current_task_btf();
+		return sensor_pgid && t->signal->pids[2]->numbers[0].nr == sensor_pgid;
+	}
+	return true;
 }
 
 /* ---- the syscall dispatch ---- */
@@ -743,6 +1140,10 @@ static __always_inline bool at_exit(long id)
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg:
+	case NR_open_by_handle_at: case NR_name_to_handle_at:
+	case NR_ptrace: case NR_process_vm_writev:
+	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
+	case NR_bpf:
 		return true;
 	}
 	return false;
@@ -763,11 +1164,11 @@ static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd,
 	return report_path(pi, v, ret);
 }
 
-/* sys_exit reports the file and socket syscalls with their results. Their
+/* sys_exit reports the hooked syscalls with their results. Their
  * arguments are still in the saved registers (the syscall changes only
  * the return register, and arm64 keeps x0 in orig_x0), and the strings
  * they point to were just read by the kernel, so nothing needs carrying
- * from sys_enter. */
+ * from sys_enter. It is one switch with a case per syscall, hence long. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -833,22 +1234,62 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case NR_accept:
 	case NR_accept4:
 		return report(EV_ACCEPT, A(0), 0, 0, 0, 0, 0);
-	/* DNS: what the tree sends to port 53, however it sends it. The
-	 * message is still in the sender's memory when the call returns. */
+	/* open_by_handle_at names no path: the object is all there is
+	 * (BY_HANDLE tells user space). name_to_handle_at names one. */
+	case NR_open_by_handle_at:
+		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, (__u32)A(2) | BY_HANDLE, 0);
+	case NR_name_to_handle_at:
+		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
+	/* Sends: the DNS message (still in the sender's memory when the
+	 * call returns) and the destination the call named. */
 	case NR_sendto:
-		return report_dns(pi, A(0), A(4), A(5), A(1), A(2));
-	case NR_write:
-		return report_dns(pi, A(0), 0, 0, A(1), A(2));
+		return report_sent(pi, A(0), A(4), A(5), A(3), A(1), A(2), ret);
+	case NR_write: {
+		struct sock *sk = fd_sock(bpf_get_current_task_btf(), A(0));
+		if (!sk)
+			return 0;
+		struct sock_view v;
+		__u8 none[4] = {};
+		read_sock_view(sk, &v);
+		return report_dns(pi, sk, &v, none, 0, A(1), A(2));
+	}
 	case NR_sendmsg:
-		return report_msg(pi, A(0), A(1));
+		return report_msg(pi, A(0), A(1), A(2), ret);
 	case NR_sendmmsg: {
 		/* glibc sends the A and AAAA queries together with sendmmsg. */
-		__u64 fd = A(0), vec = A(1);
-		report_msg(pi, fd, vec);
-		if (A(2) > 1)
-			report_msg(pi, fd, vec + 64); /* sizeof(struct mmsghdr) */
+		struct mmsg_ctx c = {.pi = pi, .fd = A(0), .vec = A(1), .ret = ret, .mflags = A(3)};
+		if (ret > 0)
+			bpf_loop(ret < MMSG_MAX ? ret : MMSG_MAX, mmsg_step, &c, 0);
 		return 0;
 	}
+	case NR_ptrace: {
+		long req = A(0);
+		if (req != PTRACE_ATTACH && req != PTRACE_SEIZE && req != PTRACE_POKETEXT && req != PTRACE_POKEDATA)
+			return 0;
+		return report_call(pi, EV_INJECT, CALL_PTRACE, A(1), req, ret, ret == 0);
+	}
+	case NR_process_vm_writev:
+		return report_call(pi, EV_INJECT, CALL_VM_WRITEV, A(0), 0, ret, ret > 0);
+	case NR_kill:
+		if (!at_sensor(A(0), A(1)))
+			return 0;
+		return report_call(pi, EV_SIGNAL, CALL_KILL, A(0), A(1), ret, false);
+	case NR_tkill:
+		if ((__u32)A(0) != sensor_pid || !initial_pid_ns())
+			return 0;
+		return report_call(pi, EV_SIGNAL, CALL_TKILL, A(0), A(1), ret, false);
+	case NR_tgkill:
+		if ((__u32)A(0) != sensor_pid || !initial_pid_ns())
+			return 0;
+		return report_call(pi, EV_SIGNAL, CALL_TGKILL, A(0), A(2), ret, false);
+	case NR_pidfd_send_signal: {
+		__u32 target = pidfd_target(A(0));
+		if (target != sensor_pid)
+			return 0;
+		return report_call(pi, EV_SIGNAL, CALL_PIDFD, target, A(1), ret, false);
+	}
+	case NR_bpf:
+		return report_call(pi, EV_BPF, CALL_BPF, 0, A(0), ret, false);
 	}
 #undef report
 	return 0;
@@ -876,6 +1317,10 @@ static __always_inline void count_bytes(struct sock *sk, int ret, bool sent)
 	} else {
 		BPF_CORE_READ_INTO(&k.addr, sk, __sk_common.skc_v6_daddr);
 	}
+	/* A send on a socket without a peer went where the call said:
+	 * report_send counts it there. */
+	if (sent && !k.port && !((__u64 *)k.addr)[0] && !((__u64 *)k.addr)[1])
+		return;
 	struct peer_val *v = bpf_map_lookup_elem(&peer_bytes, &k);
 	if (!v) {
 		struct peer_val z = {};

@@ -43,6 +43,15 @@
 #define NR_sendto 44
 #define NR_sendmsg 46
 #define NR_sendmmsg 307
+#define NR_name_to_handle_at 303
+#define NR_open_by_handle_at 304
+#define NR_ptrace 101
+#define NR_process_vm_writev 311
+#define NR_kill 62
+#define NR_tkill 200
+#define NR_tgkill 234
+#define NR_pidfd_send_signal 424
+#define NR_bpf 321
 
 /* x86-64 syscall arguments: rdi, rsi, rdx, r10, r8, r9. */
 #define SYSARG0(r) ((r)->di)
@@ -86,6 +95,15 @@
 #define NR_sendto 206
 #define NR_sendmsg 211
 #define NR_sendmmsg 269
+#define NR_name_to_handle_at 264
+#define NR_open_by_handle_at 265
+#define NR_ptrace 117
+#define NR_process_vm_writev 271
+#define NR_kill 129
+#define NR_tkill 130
+#define NR_tgkill 131
+#define NR_pidfd_send_signal 424
+#define NR_bpf 280
 
 /* arm64: x0..x5; x0 is overwritten by the return value, orig_x0 keeps it. */
 #define SYSARG0(r) ((r)->orig_x0)

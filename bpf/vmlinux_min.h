@@ -76,6 +76,7 @@ struct qstr {
 
 struct super_block {
 	__u32 s_dev; /* dev_t, the kernel's encoding (major << 20 | minor) */
+	unsigned long s_magic;
 };
 
 struct inode {
@@ -84,6 +85,7 @@ struct inode {
 	unsigned long i_ino;
 	/* in an anonymous union with __i_nlink; CO-RE finds it there */
 	unsigned int i_nlink;
+	void *i_private;
 };
 
 struct dentry {
@@ -151,10 +153,36 @@ struct sock_common {
 	struct in6_addr skc_v6_daddr;
 };
 
+struct hlist_node {
+	struct hlist_node *next;
+	struct hlist_node **pprev;
+};
+
+struct hlist_head {
+	struct hlist_node *first;
+};
+
+struct upid {
+	int nr;
+};
+
+struct pid {
+	unsigned int level;         /* of the namespace it was made in: 0 is the initial one */
+	struct hlist_head tasks[4]; /* by enum pid_type: PIDTYPE_PID first */
+	struct upid numbers[1];     /* numbers[0]: the initial namespace's */
+};
+
+/* /proc's inode: the pid its files describe. */
+struct proc_inode {
+	struct pid *pid;
+	struct inode vfs_inode;
+};
+
 struct sock {
 	struct sock_common __sk_common;
 	u16 sk_protocol;
 	u16 sk_type;
+	struct pid *sk_peer_pid;
 };
 
 struct socket {
@@ -166,6 +194,7 @@ struct socket {
 struct mm_struct {
 	unsigned long arg_start;
 	unsigned long arg_end;
+	struct file *exe_file;
 };
 
 struct cred {
@@ -182,6 +211,7 @@ struct sched_entity {
 };
 
 struct signal_struct {
+	struct pid *pids[4]; /* by enum pid_type: PIDTYPE_PGID is 2 */
 	atomic_t live;
 	unsigned int flags;
 	int group_exit_code;
@@ -206,6 +236,8 @@ struct task_struct {
 	struct files_struct *files;
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
+	struct hlist_node pid_links[4];
+	struct pid *thread_pid;
 };
 
 struct linux_binprm {

@@ -219,8 +219,25 @@ func eventDetails(ev *event.Event) string {
 			add(fmt.Sprintf("mode %04o", *ev.Mode))
 		}
 		add(resultText(ev, false))
-	case event.KindConnect, event.KindBind, event.KindAccept:
+	case event.KindHandle:
+		add(path(ev.Path, ev.PathTruncated), resultText(ev, false))
+	case event.KindInject, event.KindSignal, event.KindBPF:
+		add(ev.Method)
+		if ev.TargetPID != 0 {
+			add("pid", strconv.FormatUint(uint64(ev.TargetPID), 10))
+		}
+		if ev.Adopted {
+			add("(adopted)")
+		}
+		if ev.Signo != 0 {
+			add("signal", strconv.Itoa(ev.Signo))
+		}
+		add(ev.BPFCmd, resultText(ev, false))
+	case event.KindConnect, event.KindBind, event.KindAccept, event.KindSend:
 		add(peer(ev))
+		if ev.PeerPID != 0 {
+			add(fmt.Sprintf("peer %d %s", ev.PeerPID, quoteWord(ev.PeerExe)))
+		}
 		if ev.Host != "" {
 			add("(" + sanitizeLine(ev.Host) + ")")
 		}

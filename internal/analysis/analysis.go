@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 
 	"github.com/polygraph/polygraph/internal/baseline"
@@ -112,8 +113,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if prof, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
 			return nil, err
 		}
-		findings = detect.Run(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
-			Verdicts: rec.verdicts, Baseline: prof})
+		in := detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
+			Verdicts: rec.verdicts, Baseline: prof}
+		in.Resolvers, in.Hosts = systemNames()
+		findings = detect.Run(in)
 	}
 	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
 	rep.AddIntegrity(attr, integrityViews(rec.verdicts))
@@ -139,6 +142,19 @@ func integrityNotes(meta *session.Meta, damage []session.Damage) []string {
 		notes = append(notes, "session file: "+d.String())
 	}
 	return notes
+}
+
+// systemNames reads this system's DNS resolvers and hosts file, which
+// the egress rule judges port 53 and names by; a file that cannot be read
+// names nothing.
+func systemNames() (resolvers []string, hosts map[string]string) {
+	if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		resolvers = detect.ParseResolvConf(data)
+	}
+	if data, err := os.ReadFile("/etc/hosts"); err == nil {
+		hosts = detect.ParseHosts(data)
+	}
+	return resolvers, hosts
 }
 
 // readSession reads every event of the session at path, summarising

@@ -36,6 +36,14 @@ type Input struct {
 	// Baseline is the profile of the session's agent the
 	// baseline-deviation rule judges it by; nil: no baseline.
 	Baseline *baseline.Profile
+	// Resolvers are the system's DNS servers (the nameservers of
+	// /etc/resolv.conf, read when the session is analysed): port 53 is
+	// allowed egress to them and to the local stubs only
+	// (policy.AllowDNS). Hosts are /etc/hosts's names by address. Both
+	// name what the kernel events cannot: ParseResolvConf and ParseHosts
+	// read the files.
+	Resolvers []string
+	Hosts     map[string]string
 }
 
 // Run applies every enabled rule and returns the findings sorted by

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ type facts struct {
 	agent map[string]bool // the agent's own images
 
 	dnsByPID  map[uint32][]*event.Event
+	dnsSent   map[pidPeer]bool // peers a process sent a message to that parsed as DNS
+	connected map[pidPeer]bool // peers a process connected to (isEgress)
+	accepted  map[uint32]bool  // processes that accepted a connection
 	answers   map[netip.Addr]*event.Event
 	binds     map[uint16]bool
 	acceptsLo []time.Time
@@ -228,6 +232,7 @@ func (s *facts) walk() {
 	s.writtenAt = map[int32]uint64{}
 	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
+	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}
 	var mode accessMode
 	for i, e := range s.events {
 		f := fact{path: -1, written: -1}
@@ -251,6 +256,7 @@ func (s *facts) walk() {
 		case event.KindConnect:
 			if isEgress(e) {
 				f.flags |= fEgress
+				s.connected[peerKey(e)] = true
 			}
 		case event.KindNet:
 			if e.BytesSent != 0 {
@@ -345,6 +351,9 @@ func (s *facts) netIndex(e *event.Event) {
 	switch e.Kind {
 	case event.KindDNS:
 		s.dnsByPID[e.PID] = append(s.dnsByPID[e.PID], e)
+		if e.QName != "" {
+			s.dnsSent[peerKey(e)] = true
+		}
 		for _, ans := range e.Answers {
 			words := strings.Fields(ans)
 			if len(words) == 0 {
@@ -359,10 +368,22 @@ func (s *facts) netIndex(e *event.Event) {
 			s.binds[e.Port] = true
 		}
 	case event.KindAccept:
+		if !e.Failed() {
+			s.accepted[e.PID] = true
+		}
 		if !e.Failed() && isLoopback(e.Addr) {
 			s.acceptsLo = append(s.acceptsLo, e.TS)
 		}
 	}
+}
+
+// eventAt returns the event with seq, nil for none.
+func (s *facts) eventAt(seq uint64) *event.Event {
+	i, ok := slices.BinarySearchFunc(s.events, seq, func(e *event.Event, seq uint64) int { return cmp.Compare(e.Seq, seq) })
+	if !ok {
+		return nil
+	}
+	return s.events[i]
 }
 
 // inTimeOrder reports whether the times at(0) … at(n-1) are all set and

@@ -90,4 +90,9 @@ type Finding struct {
 	Claim      string     `json:"claim,omitempty"` // the claim's text, for claim-* rules
 	Evidence   []uint64   `json:"evidence"`        // event seqs
 	Frameworks Frameworks `json:"frameworks"`
+
+	// execs are the exec events the finding is about, for the rules that
+	// skip what another rule's finding already says (remote-code-exec
+	// supersedes write-then-exec and fileless-exec for the same exec).
+	execs []uint64
 }

@@ -12,7 +12,9 @@ func init() {
 		Summary:    "a program executed from memory (memfd), /dev/shm, a /proc file descriptor or a deleted file",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1620"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
-		check:      filelessExec,
+		// remote-code-exec supersedes it for downloaded code.
+		Needs: []string{"remote-code-exec"},
+		check: filelessExec,
 	})
 }
 
@@ -37,10 +39,11 @@ func fileless(p string) (string, bool) {
 // filelessExec is the fileless-exec rule.
 func filelessExec(s *run) []Finding {
 	var out []Finding
+	superseded := supersededExecs(s.needs)
 	for _, i := range s.execs {
 		e := s.events[i]
 		what, ok := fileless(e.Path)
-		if !ok {
+		if !ok || superseded[e.Seq] {
 			continue
 		}
 		call, who := s.actor(e)

@@ -3,7 +3,10 @@ package detect
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
 
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -16,30 +19,38 @@ func init() {
 		Frameworks: Frameworks{OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		Escalated: Frameworks{ATTACK: []string{"T1041", "T1567"}, ATLAS: []string{"AML.T0086"},
 			OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
-		Escalation: "the connection came after a sensitive-read or agent-config-read finding in the same session",
+		Escalation: "bytes left for the destination after a sensitive-read or agent-config-read finding's read in the same session",
 		// The escalation: it reads their findings.
 		Needs: []string{"sensitive-read", "agent-config-read"},
 		check: unexpectedEgress,
 	})
 }
 
-// unexpectedEgress is the unexpected-egress rule.
+// egressDest is one destination of one actor, as unexpected-egress
+// reports it.
+type egressDest struct {
+	display, who, call, why string
+	low, weak, after        bool
+	sends                   []string // what the tree sent there, when not a connect
+	seqs                    []uint64
+}
+
+// unexpectedEgress is the unexpected-egress rule: every destination the
+// tree connected or sent to that the policy does not allow, by actor.
 func unexpectedEgress(s *run) []Finding {
-	type dest struct {
-		display, who, call, why string
-		low, after              bool
-		seqs                    []uint64
-	}
-	firstSecret, secret := firstSecretRead(s.needs)
+	secretAt, secret := firstSecretRead(s.needs)
 	var order []string
-	m := map[string]*dest{}
+	m := map[string]*egressDest{}
+	sentAfter := bytesSentAfter(s, secretAt, secret)
 	for i := range s.byEvent {
-		if s.byEvent[i].flags&fEgress == 0 {
+		e := s.events[i]
+		send, ok := egressCandidate(s, i)
+		if !ok {
 			continue
 		}
-		e := s.events[i]
 		p := s.peerOf(e)
-		if s.allowed(e, p) {
+		allowed, weak := s.verdict(e, p)
+		if allowed && !weak {
 			continue
 		}
 		name := p.host
@@ -49,48 +60,145 @@ func unexpectedEgress(s *run) []Finding {
 		key := fmt.Sprintf("%s\x00%s\x00%d", s.actorKey(e), name, e.Port)
 		d := m[key]
 		if d == nil {
-			call, who := s.actor(e)
-			d = &dest{display: p.display(e), who: who, call: call}
-			switch {
-			case s.attr == nil && s.agent[e.ExecID] && isLoopback(e.Addr):
-				// Without a transcript the agent's own loopback connection
-				// is most likely the model endpoint it was configured with.
-				d.low, d.why = true, "it is the agent's own connection to loopback, most likely the model endpoint it was configured with (allow it with egress.allow or policy.AllowAgentEndpoints)"
-			case declaredFetch(s.calls, call, p.host):
-				d.low, d.why = true, "the fetch tool call named this host in its URL, so the transcript shows it"
-			}
+			d = newEgressDest(s, e, p, weak)
 			m[key] = d
 			order = append(order, key)
+		}
+		if send != "" && !slices.Contains(d.sends, send) {
+			d.sends = append(d.sends, send)
 		}
 		d.seqs = append(d.seqs, e.Seq)
 		if p.dnsSeq != 0 {
 			d.seqs = append(d.seqs, p.dnsSeq)
 		}
-		if secret && firstSecret < e.Seq {
-			d.after = true
+		// Bytes that left after the read escalate; a connect after it
+		// does too when no byte counter says otherwise.
+		if secret {
+			if n, counted := sentAfter[peerKey(e)]; counted && n > 0 || !counted && secretAt < e.Seq {
+				d.after = true
+			}
 		}
 	}
 	var out []Finding
 	for _, k := range order {
-		d := m[k]
-		sev := s.rule.Severity
-		detail := fmt.Sprintf("%s connected to %s, which the egress allowlist does not cover", d.who, d.display)
-		switch {
-		case d.low:
-			sev = SeverityLow
-			detail += "; " + d.why
-			if d.after {
-				detail += ". A credential or agent configuration was read earlier in the session (see the sensitive-read / agent-config-read findings)"
-			}
-		case d.after:
-			sev = SeverityHigh
-			detail += "; this came after a credential or agent configuration was read in the same session (see the sensitive-read / agent-config-read findings): a possible exfiltration"
+		out = append(out, egressFinding(s, m[k]))
+	}
+	return out
+}
+
+// egressCandidate reports whether events[i] took something out of the
+// tree: a connect; a net counter of bytes sent to a peer the process never
+// connected to (a send on an unconnected socket, a UDP datagram); a DNS
+// message to a server (judged by dnsAllowed like a connect). send says
+// what it was when not a connect.
+func egressCandidate(s *run, i int) (send string, ok bool) {
+	e, f := s.events[i], &s.byEvent[i]
+	switch {
+	case f.flags&fEgress != 0:
+		return "", true
+	case f.flags&fNetSent != 0 && unrecordedPeer(e):
+		// An unconnected socket (UDP sendto) records no destination; a
+		// process whose DNS messages do not explain it sent elsewhere.
+		if len(s.dnsByPID[e.PID]) > 0 || s.accepted[e.PID] || s.agentOwn(e) {
+			return "", false
 		}
-		if n := len(d.seqs); n > 1 {
-			detail += fmt.Sprintf(" (%d events)", n)
+		return bytesize(e.BytesSent) + " sent on an unconnected socket", true
+	case f.flags&fNetSent != 0 && (e.Family == "ipv4" || e.Family == "ipv6"):
+		if s.connected[peerKey(e)] || isLoopback(e.Addr) || s.accepted[e.PID] {
+			// What a connect already shows, a server's replies, or a send
+			// whose destination the socket did not record.
+			return "", false
 		}
-		out = append(out, s.finding(sev, "Unexpected connection to "+d.display,
-			detail+".", d.call, capped(d.seqs, 20), d.after && !d.low))
+		return bytesize(e.BytesSent) + " sent", true
+	case e.Kind == event.KindDNS && e.Addr != "" && !s.connected[peerKey(e)]:
+		if e.QName == "" {
+			return "data to port 53 that is not a DNS query", true
+		}
+		return "a DNS query for " + e.QName, true
+	}
+	return "", false
+}
+
+// unrecordedPeer reports whether net event e's peer is the unspecified
+// address, port 0: the counter of an unconnected socket.
+func unrecordedPeer(e *event.Event) bool {
+	return e.Kind == event.KindNet && e.Port == 0 && (e.Addr == "0.0.0.0" || e.Addr == "::")
+}
+
+// newEgressDest starts the destination of event e, named p.
+func newEgressDest(s *run, e *event.Event, p peer, weak bool) *egressDest {
+	call, who := s.actor(e)
+	d := &egressDest{display: p.display(e), who: who, call: call}
+	if unrecordedPeer(e) {
+		d.display = "an unrecorded destination"
+	}
+	switch {
+	case weak:
+		d.low, d.weak, d.why = true, true, "only a DNS query the process made just before names it "+p.host+": no recorded answer or hosts entry ties the address to that name, so it may have connected anywhere"
+	case s.attr == nil && s.agent[e.ExecID] && isLoopback(e.Addr):
+		// Without a transcript the agent's own loopback connection is
+		// most likely the model endpoint it was configured with.
+		d.low, d.why = true, "it is the agent's own connection to loopback, most likely the model endpoint it was configured with (allow it with egress.allow or policy.AllowAgentEndpoints)"
+	case declaredFetch(s.calls, call, p.host):
+		d.low, d.why = true, "the fetch tool call named this host in its URL, so the transcript shows it"
+	}
+	return d
+}
+
+// egressFinding is the finding on destination d.
+func egressFinding(s *run, d *egressDest) Finding {
+	sev := s.rule.Severity
+	how := "connected to"
+	if len(d.sends) > 0 {
+		how = "sent to (" + strings.Join(d.sends, ", ") + ")"
+	}
+	covered := "which the egress allowlist does not cover"
+	if d.weak {
+		covered = "which the egress allowlist covers only by name"
+	}
+	detail := fmt.Sprintf("%s %s %s, %s", d.who, how, d.display, covered)
+	switch {
+	case d.low:
+		sev = SeverityLow
+		detail += "; " + d.why
+		if d.after {
+			detail += ". A credential or agent configuration was read earlier in the session (see the sensitive-read / agent-config-read findings)"
+		}
+	case d.after:
+		sev = SeverityHigh
+		detail += "; bytes left for it after a credential or agent configuration was read in the same session (see the sensitive-read / agent-config-read findings): a possible exfiltration"
+	}
+	if n := len(d.seqs); n > 1 {
+		detail += fmt.Sprintf(" (%d events)", n)
+	}
+	title := "Unexpected connection to "
+	if len(d.sends) > 0 {
+		title = "Unexpected traffic to "
+	}
+	return s.finding(sev, title+d.display, detail+".", d.call, capped(d.seqs, 20), d.after && !d.low)
+}
+
+// bytesSentAfter adds up, per process and peer, the bytes the net
+// counters say were sent after the event with seq from (when ok): a
+// counter's time is that of its last send. A peer with counters but none
+// after the read is in the map with 0.
+func bytesSentAfter(s *run, from uint64, ok bool) map[pidPeer]uint64 {
+	out := map[pidPeer]uint64{}
+	if !ok {
+		return out
+	}
+	read := s.eventAt(from)
+	for i := range s.byEvent {
+		e := s.events[i]
+		if e.Kind != event.KindNet {
+			continue
+		}
+		k := peerKey(e)
+		if e.BytesSent > 0 && read != nil && e.TS.After(read.TS) {
+			out[k] += e.BytesSent
+		} else if _, seen := out[k]; !seen {
+			out[k] = 0
+		}
 	}
 	return out
 }

@@ -17,6 +17,8 @@ func init() {
 		Severity: SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
+		// remote-code-exec supersedes it for a downloaded file run.
+		Needs: []string{"remote-code-exec"},
 		check: writeThenExec,
 	})
 }
@@ -30,7 +32,7 @@ func writeThenExec(s *run) []Finding {
 		}
 		return nil
 	}
-	done := map[string]bool{}
+	done, superseded := map[string]bool{}, supersededExecs(s.needs)
 	var out []Finding
 	for i := range s.byEvent {
 		f := &s.byEvent[i]
@@ -38,7 +40,7 @@ func writeThenExec(s *run) []Finding {
 			writes[f.written] = s.events[i]
 			continue
 		}
-		if f.flags&fExec == 0 {
+		if f.flags&fExec == 0 || superseded[s.events[i].Seq] {
 			continue
 		}
 		e := s.events[i]
@@ -123,12 +125,16 @@ func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) F
 	return s.finding(sev, "Written file executed: "+s.display(target), detail, call, capped(seqs, 50), false)
 }
 
-// touchedGuarded reports whether the subtree of image id wrote a
-// persistence or privilege path.
+// touchedGuarded reports whether the subtree of image id planted
+// something on a persistence or privilege path: wrote or moved a file
+// there, linked one or changed its mode (footholdChange), judged by the
+// policy's persistence_paths and privilege_paths as the persistence and
+// privilege-escalation rules judge them, "~" included for the HOME the
+// process had.
 func (s *facts) touchedGuarded(id string) bool {
 	for _, im := range s.tree.Subtree(id) {
 		for _, i := range im.Events {
-			if f := &s.byEvent[i]; f.written >= 0 && guardedPath(s.paths.strs[f.written]) {
+			if p := s.footholdChange(int(i)); p >= 0 && s.guardedPath(int(i), p) {
 				return true
 			}
 		}
@@ -136,11 +142,16 @@ func (s *facts) touchedGuarded(id string) bool {
 	return false
 }
 
-// guardedPath reports whether p is a persistence or privilege path
-// (authorized_keys, rc files, cron, sudoers…). The lists are the policy's,
-// which the persistence and privilege-escalation rules bring; until they
-// land it knows none.
-func guardedPath(p string) bool { return false }
+// guardedPath reports whether the path with id p, as events[i] named it,
+// is a persistence or privilege path (authorized_keys, rc files, cron,
+// sudoers…).
+func (s *facts) guardedPath(i int, p int32) bool {
+	if _, ok := s.matchOf(setPersistence, i, p); ok {
+		return true
+	}
+	_, ok := s.matchOf(setPrivilege, i, p)
+	return ok
+}
 
 // downloaded reports whether write w's process is a downloader or had
 // reached the network before it wrote. The agent's own model traffic is

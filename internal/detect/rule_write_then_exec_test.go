@@ -66,6 +66,7 @@ func TestWriteThenExec(t *testing.T) {
 			want: []string{"info write-then-exec"},
 		},
 		{
+			// remote-code-exec supersedes write-then-exec for it.
 			name: "downloaded to /tmp and run; it phones home",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
@@ -80,7 +81,7 @@ func TestWriteThenExec(t *testing.T) {
 				x.connect("203.0.113.6", 8443)
 				x.exit(0)
 			},
-			want: []string{"high write-then-exec", "medium unexpected-egress", "medium unexpected-egress"},
+			want: []string{"high remote-code-exec", "medium unexpected-egress", "medium unexpected-egress"},
 		},
 		{
 			name: "the tests interpret a module the agent edited with sed",
@@ -131,6 +132,47 @@ func TestWriteThenExec(t *testing.T) {
 				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "fix.sh").open(home+"/.ssh/id_rsa", "read")
 			},
 			want: []string{"high write-then-exec", "high sensitive-read"},
+		},
+		{
+			name: "a written script whose run appends to ~/.bashrc: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/setup.sh")
+				ag.inCall("t1").open(proj+"/setup.sh", "write,create")
+				b.shell("t2", "sh setup.sh")
+				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "setup.sh").open(home+"/.bashrc", "write")
+			},
+			want: []string{"high persistence", "high write-then-exec"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.Rule == "write-then-exec" && !strings.Contains(f.Detail, "persistence or privilege") {
+						t.Errorf("finding %+v does not say why it is high", f)
+					}
+				}
+			},
+		},
+		{
+			name: "a written script whose run, under its own HOME, adds an SSH key there: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/keys.sh")
+				ag.inCall("t1").open(proj+"/keys.sh", "write,create")
+				b.shell("t2", "HOME=/srv/ci sh keys.sh")
+				ag.spawn(200, "t2", "/usr/bin/dash", "sh", "keys.sh").home("/srv/ci").open("/srv/ci/.ssh/authorized_keys", "write,create")
+			},
+			want: []string{"high persistence", "high write-then-exec", "low claim-edit-mismatch"},
+		},
+		{
+			name: "a written script whose run edits sudoers: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.tool("t1", transcript.KindWrite, proj+"/grant.sh")
+				ag.inCall("t1").open(proj+"/grant.sh", "write,create")
+				b.shell("t2", "sh grant.sh")
+				sh := ag.spawn(200, "t2", "/usr/bin/dash", "sh", "grant.sh")
+				sh.spawn(201, "", "/usr/bin/tee", "tee", "-a", "/etc/sudoers.d/dev").open("/etc/sudoers.d/dev", "write,create")
+			},
+			want: []string{"high privilege-escalation", "high write-then-exec", "low claim-edit-mismatch"},
 		},
 	})
 }

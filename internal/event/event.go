@@ -27,11 +27,27 @@ const (
 	KindAccept  Kind = "accept"
 	KindDNS     Kind = "dns"
 	KindNet     Kind = "net"
+	// KindSend is the first message a process sent to a destination it
+	// named per message (an unconnected UDP or raw socket); its bytes
+	// are in the process's net events.
+	KindSend Kind = "send"
+	// KindHandle is a name_to_handle_at: the path turned into a file
+	// handle, which open_by_handle_at (an open without a path) can
+	// open later, from any directory.
+	KindHandle Kind = "handle"
+	// KindInject is a write into another process: ptrace attach, seize or
+	// poke, process_vm_writev, or an open of /proc/PID/mem for writing.
+	KindInject Kind = "inject"
+	// KindSignal is a signal the tree aimed at polygraph itself.
+	KindSignal Kind = "signal"
+	// KindBPF is a bpf(2) call.
+	KindBPF Kind = "bpf"
 )
 
 // Kinds lists every kind in a stable order (for help texts and validation).
 var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir,
-	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet}
+	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle,
+	KindInject, KindSignal, KindBPF}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -80,8 +96,11 @@ type Event struct {
 	// and in sessions recorded before the sensor took it).
 	*Object
 
-	// connect, bind, accept, dns, net (nil for the other kinds)
+	// connect, bind, accept, dns, net, send (nil for the other kinds)
 	*Network
+
+	// inject, signal, bpf (nil for the other kinds)
+	*Call
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -173,7 +192,7 @@ type Object struct {
 	PathDiffers string `json:"path_differs,omitempty"`
 }
 
-// Network holds the fields of connect, bind, accept, dns and net events
+// Network holds the fields of connect, bind, accept, dns, net and send events
 // (see Process).
 type Network struct {
 	// connect, bind, accept, net
@@ -191,6 +210,46 @@ type Network struct {
 	// net: bytes this process sent to / received from one peer.
 	BytesSent uint64 `json:"bytes_sent,omitempty"`
 	BytesRecv uint64 `json:"bytes_recv,omitempty"`
+
+	// AddrUser (connect, send): the address was read from the process's
+	// memory when the call returned, not from the socket (a send's
+	// destination, which the kernel does not keep; a connect that left
+	// no peer on the socket): a second thread could have rewritten it
+	// after the kernel copied it. A connect without it names the peer the
+	// kernel connected the socket to.
+	AddrUser bool `json:"addr_user,omitempty"`
+	// FastOpen (connect): a TCP Fast Open sendto/sendmsg, which connects
+	// and sends the first data in one call.
+	FastOpen bool `json:"fastopen,omitempty"`
+	// connect to a Unix socket: the process that listened on it, its
+	// executable, and whether it is in the traced tree (nil: not known).
+	PeerPID    uint32 `json:"peer_pid,omitempty"`
+	PeerExe    string `json:"peer_exe,omitempty"`
+	PeerInTree *bool  `json:"peer_in_tree,omitempty"`
+}
+
+// Call holds the fields of inject, signal and bpf events (see Process).
+type Call struct {
+	// inject, signal: the process aimed at (its pid as the caller named
+	// it), and for an inject the image its events carry from then on.
+	TargetPID    uint32 `json:"target_pid,omitempty"`
+	TargetExecID string `json:"target_exec_id,omitempty"`
+	// Method is how: ptrace_attach, ptrace_seize, ptrace_poketext,
+	// ptrace_pokedata, process_vm_writev, proc_mem (inject); kill, tkill,
+	// tgkill, pidfd_send_signal (signal); bpf.
+	Method string `json:"method,omitempty"`
+	// Adopted (inject): the target was outside the tree; it is traced
+	// from this call on, its image's parent_exec_id the injector's image,
+	// so its later events are attributed through the injector.
+	Adopted bool `json:"adopted,omitempty"`
+	// TargetNSLocal (inject, by pid): the caller is in a child pid
+	// namespace, so TargetPID is the target's number there, not the
+	// host's; it was neither looked up nor adopted.
+	TargetNSLocal bool `json:"target_ns_local,omitempty"`
+	// Signo is the signal sent (signal).
+	Signo int `json:"signo,omitempty"`
+	// BPFCmd names the bpf(2) command (BPF_PROG_LOAD, ...).
+	BPFCmd string `json:"bpf_cmd,omitempty"`
 }
 
 // New returns an event of kind k with the field groups k carries.
@@ -209,9 +268,13 @@ func (e *Event) Complete() {
 		if e.Process == nil {
 			e.Process = &Process{}
 		}
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet:
+	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend:
 		if e.Network == nil {
 			e.Network = &Network{}
+		}
+	case KindInject, KindSignal, KindBPF:
+		if e.Call == nil {
+			e.Call = &Call{}
 		}
 	}
 }

@@ -19,9 +19,11 @@ func TestNewGivesTheKindsGroups(t *testing.T) {
 	for _, k := range Kinds {
 		e := New(k)
 		wantP := k == KindExec || k == KindFork || k == KindExit
-		wantN := k == KindConnect || k == KindBind || k == KindAccept || k == KindDNS || k == KindNet
-		if (e.Process != nil) != wantP || (e.Network != nil) != wantN {
-			t.Errorf("New(%s): Process %v Network %v, want %v %v", k, e.Process != nil, e.Network != nil, wantP, wantN)
+		wantN := k == KindConnect || k == KindBind || k == KindAccept || k == KindDNS || k == KindNet || k == KindSend
+		wantC := k == KindInject || k == KindSignal || k == KindBPF
+		if (e.Process != nil) != wantP || (e.Network != nil) != wantN || (e.Call != nil) != wantC {
+			t.Errorf("New(%s): Process %v Network %v Call %v, want %v %v %v", k, e.Process != nil, e.Network != nil,
+				e.Call != nil, wantP, wantN, wantC)
 		}
 		if e.Process == nil && e.Args() != nil {
 			t.Errorf("New(%s).Args() = %v, want nil", k, e.Args())
@@ -56,7 +58,7 @@ func TestJSONFlat(t *testing.T) {
 
 func TestKindPredicates(t *testing.T) {
 	file := map[Kind]bool{KindOpen: true, KindRename: true, KindUnlink: true, KindMkdir: true, KindChmod: true, KindLink: true}
-	network := map[Kind]bool{KindConnect: true, KindBind: true, KindAccept: true, KindDNS: true, KindNet: true}
+	network := map[Kind]bool{KindConnect: true, KindBind: true, KindAccept: true, KindDNS: true, KindNet: true, KindSend: true}
 	for _, k := range Kinds {
 		if k.IsFile() != file[k] {
 			t.Errorf("%s.IsFile() = %v", k, k.IsFile())

@@ -17,7 +17,7 @@ func (k Kind) IsFile() bool {
 // Network.
 func (k Kind) IsNetwork() bool {
 	switch k {
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet:
+	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend:
 		return true
 	}
 	return false

@@ -178,6 +178,10 @@ var DefaultPublishCommands = []string{
 	"docker push", "podman push", "buildah push", "poetry publish", "uv publish", "flit publish", "hatch publish",
 	"mvn deploy", "gradle publish*", "gradlew publish*", "dotnet nuget push", "nuget push", "helm push",
 	"vsce publish", "ovsx publish",
+	"pdm publish", "pnpm -r publish", "pnpm --recursive publish", "lerna publish", "changeset publish",
+	"jsr publish", "deno publish", "mix hex.publish", "lein deploy", "sbt publish*", "mvnw deploy",
+	"dart pub publish", "flutter pub publish", "anaconda upload", "gh release upload", "jf rt upload", "jfrog rt upload",
+	"rake release", "bundle exec rake release", "oras push", "crane push", "skopeo copy",
 }
 
 // DefaultBuildTools write files that are then expected to be executed:

@@ -56,8 +56,9 @@ type Egress struct {
 	// reaching the internet, unless the traced tree itself serves that
 	// port or the entry allows it.
 	Allow []string `yaml:"allow"`
-	// DNS allows port 53 (UDP or TCP) to any address: the resolver traffic
-	// every name lookup makes. The names queried are recorded either way.
+	// DNS allows port 53 (UDP or TCP) to the system's resolvers, for
+	// messages that parse as DNS: the traffic every name lookup makes. The
+	// rules decide what a resolver is (see AllowDNS).
 	DNS *bool `yaml:"dns"`
 }
 
@@ -93,6 +94,8 @@ type Policy struct {
 	SensitivePaths   []PathRule
 	AgentConfigPaths []PathRule
 	TamperPaths      []PathRule
+	PersistencePaths []PathRule
+	PrivilegePaths   []PathRule
 	NoisePaths       []string
 	TestRunners      []string
 	TestFiles        []string
@@ -113,6 +116,7 @@ type Policy struct {
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
 	sensitive, agentConfig, tamper        *PathSet
+	persistence, privilege                *PathSet
 	noise, testFiles, artifacts           *PathSet
 	allowedPaths                          *PathSet
 	testRunners, packageManagers, publish *CommandSet
@@ -129,6 +133,8 @@ func Default() *Policy {
 		SensitivePaths:   slices.Clone(DefaultSensitivePaths),
 		AgentConfigPaths: slices.Clone(DefaultAgentConfigPaths),
 		TamperPaths:      slices.Clone(DefaultTamperPaths),
+		PersistencePaths: slices.Clone(DefaultPersistencePaths),
+		PrivilegePaths:   slices.Clone(DefaultPrivilegePaths),
 		NoisePaths:       slices.Clone(DefaultNoisePaths),
 		TestRunners:      slices.Clone(DefaultTestRunners),
 		TestFiles:        slices.Clone(DefaultTestFiles),
@@ -162,6 +168,8 @@ type file struct {
 	SensitivePaths   []PathRule      `yaml:"sensitive_paths"`
 	AgentConfigPaths []PathRule      `yaml:"agent_config_paths"`
 	TamperPaths      []PathRule      `yaml:"tamper_paths"`
+	PersistencePaths []PathRule      `yaml:"persistence_paths"`
+	PrivilegePaths   []PathRule      `yaml:"privilege_paths"`
 	NoisePaths       []string        `yaml:"noise_paths"`
 	TestRunners      []string        `yaml:"test_runners"`
 	TestFiles        []string        `yaml:"test_files"`
@@ -241,6 +249,8 @@ func Parse(data []byte, name string) (*Policy, error) {
 	prepend(&p.SensitivePaths, f.SensitivePaths)
 	prepend(&p.AgentConfigPaths, f.AgentConfigPaths)
 	prepend(&p.TamperPaths, f.TamperPaths)
+	prepend(&p.PersistencePaths, f.PersistencePaths)
+	prepend(&p.PrivilegePaths, f.PrivilegePaths)
 	strs(&p.NoisePaths, f.NoisePaths)
 	strs(&p.TestRunners, f.TestRunners)
 	strs(&p.TestFiles, f.TestFiles)
@@ -322,6 +332,8 @@ func (p *Policy) compile() error {
 		{"sensitive_paths", p.SensitivePaths, &p.sensitive},
 		{"agent_config_paths", p.AgentConfigPaths, &p.agentConfig},
 		{"tamper_paths", p.TamperPaths, &p.tamper},
+		{"persistence_paths", p.PersistencePaths, &p.persistence},
+		{"privilege_paths", p.PrivilegePaths, &p.privilege},
 		{"noise_paths", plainRules(p.NoisePaths), &p.noise},
 		{"test_files", plainRules(p.TestFiles), &p.testFiles},
 		{"artifacts", plainRules(p.Artifacts), &p.artifacts},
@@ -364,14 +376,13 @@ func (p *Policy) Enabled(id string) bool {
 // SeverityOverride returns the severity the policy sets for rule id, or "".
 func (p *Policy) SeverityOverride(id string) string { return p.Rules[id].Severity }
 
-// AllowEgress reports whether a connection to addr:port is allowed: by the
-// egress allowlist, the registries, or (with egress.dns) as DNS. host is
-// the DNS name the process used for addr, "" when unknown; a name entry
-// matches only a known name, an address entry only the address.
+// AllowEgress reports whether a connection to addr:port is allowed by the
+// egress allowlist or the registries. host is the DNS name the process
+// used for addr, "" when unknown; a name entry matches only a known name,
+// an address entry only the address. Port 53 is no exception: DNS is
+// allowed only to the system's resolvers (AllowDNS), which the caller
+// knows and the policy does not.
 func (p *Policy) AllowEgress(host, addr string, port uint16) bool {
-	if port == 53 && (p.Egress.DNS == nil || *p.Egress.DNS) {
-		return true
-	}
 	return matchHosts(p.egress, host, addr, port) || matchHosts(p.registries, host, addr, port)
 }
 

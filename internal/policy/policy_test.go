@@ -58,7 +58,7 @@ func TestAllowEgress(t *testing.T) {
 		{"", "::1", 8444, false},
 		{"", "10.1.200.3", 5432, true},
 		{"", "10.2.0.1", 5432, false},
-		{"", "8.8.8.8", 53, true}, // DNS
+		{"", "8.8.8.8", 53, false}, // DNS only to the resolvers (AllowDNS)
 	}
 	for _, tt := range tests {
 		if got := p.AllowEgress(tt.host, tt.addr, tt.port); got != tt.want {
@@ -421,5 +421,59 @@ func TestExampleLoads(t *testing.T) {
 	example, _, _ := strings.Cut(rest, "```")
 	if _, err := Parse([]byte(example), "docs/policy.md"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAllowDNS(t *testing.T) {
+	p := Default()
+	tests := []struct {
+		addr      string
+		resolvers []string
+		want      bool
+	}{
+		{"127.0.0.53", nil, true},
+		{"::ffff:127.0.0.1", nil, true},
+		{"10.0.0.2", []string{"10.0.0.2"}, true},
+		{"8.8.8.8", []string{"10.0.0.2"}, false},
+		{"203.0.113.5", nil, false},
+	}
+	for _, tt := range tests {
+		if got := p.AllowDNS(tt.addr, tt.resolvers); got != tt.want {
+			t.Errorf("AllowDNS(%q, %v) = %v, want %v", tt.addr, tt.resolvers, got, tt.want)
+		}
+	}
+	off := Default()
+	off.Egress.DNS = ptr(false)
+	if off.AllowDNS("127.0.0.53", nil) {
+		t.Error("egress.dns false still allows the stub resolver")
+	}
+}
+
+func TestFootholdPaths(t *testing.T) {
+	p := Default()
+	for _, tt := range []struct {
+		path          string
+		persist, priv bool
+	}{
+		{"/home/dev/.ssh/authorized_keys", true, false},
+		{"/root/.bashrc", true, false},
+		{"/srv/ci/.zshrc", false, false}, // no home
+		{"/etc/cron.d/job", true, false},
+		{"/var/spool/cron/crontabs/root", true, false},
+		{"/home/dev/.config/systemd/user/x.service", true, false},
+		{"/work/repo/.git/hooks/pre-commit", true, false},
+		{"/work/repo/.git/hooks/pre-commit.sample", false, false},
+		{"/etc/ld.so.preload", true, false},
+		{"/etc/sudoers.d/agent", false, true},
+		{"/etc/passwd", false, true},
+		{"/etc/pam.d/sshd", false, true},
+		{"/etc/hosts", false, false},
+	} {
+		if _, ok := p.Persistence(tt.path, "/home/dev"); ok != tt.persist {
+			t.Errorf("Persistence(%q) = %v", tt.path, ok)
+		}
+		if _, ok := p.Privilege(tt.path, "/home/dev"); ok != tt.priv {
+			t.Errorf("Privilege(%q) = %v", tt.path, ok)
+		}
 	}
 }

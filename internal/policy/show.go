@@ -29,6 +29,8 @@ var keyComments = map[string]string{
 	"sensitive_paths":    "credential stores (sensitive-read); clients: programs whose access is expected",
 	"agent_config_paths": "agents' credentials and settings (agent-config-read)",
 	"tamper_paths":       "agents' safety settings (sandbox-tamper)",
+	"persistence_paths":  "where writing makes code run again later: login, cron, services, git hooks (persistence)",
+	"privilege_paths":    "where writing changes who may do what: sudoers, passwd, PAM (privilege-escalation)",
 	"noise_paths":        "paths ordinary work writes: not unmentioned writes, not noteworthy",
 	"test_runners":       "commands that run tests (claim-tests-not-run)",
 	"test_files":         "paths a real test run reads",
@@ -80,6 +82,8 @@ func (p *Policy) Marshal() ([]byte, error) {
 	add(doc, "sensitive_paths", pathList(p.SensitivePaths))
 	add(doc, "agent_config_paths", pathList(p.AgentConfigPaths))
 	add(doc, "tamper_paths", pathList(p.TamperPaths))
+	add(doc, "persistence_paths", pathList(p.PersistencePaths))
+	add(doc, "privilege_paths", pathList(p.PrivilegePaths))
 	for _, l := range []struct {
 		key  string
 		list []string

@@ -2,10 +2,8 @@ package sensor
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -31,6 +29,11 @@ const (
 	evBind    = 11
 	evAccept  = 12
 	evDNS     = 13
+	evSend    = 14
+	evInject  = 15
+	evSignal  = 16
+	evBPF     = 17
+	evHandle  = 18
 )
 
 // Header flags and layout constants. Keep in sync with bpf/events.h and
@@ -206,12 +209,14 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeFork(b)
 	case evExit:
 		return d.decodeExit(b)
-	case evOpen, evRename, evUnlink, evMkdir, evChmod, evLink:
+	case evOpen, evRename, evUnlink, evMkdir, evChmod, evLink, evHandle:
 		return d.decodePath(b)
-	case evConnect, evBind, evAccept:
+	case evConnect, evBind, evAccept, evSend:
 		return d.decodeSock(b)
 	case evDNS:
 		return d.decodeDNS(b)
+	case evInject, evSignal, evBPF:
+		return d.decodeCall(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }
@@ -245,8 +250,10 @@ func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
 	switch kind {
 	case event.KindExec, event.KindFork, event.KindExit:
 		e.Process = d.procSlab.New()
-	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet:
+	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet, event.KindSend:
 		e.Network = d.netSlab.New()
+	case event.KindInject, event.KindSignal, event.KindBPF:
+		e.Call = &event.Call{}
 	}
 	p := d.procs[h.Pid]
 	if p == nil || p.imageNS != h.ImageNs {
@@ -321,6 +328,8 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	}
 	if len(sb) > 0 {
 		e.Script = Resolve(e.Cwd, cstring(sb))
+	} else if prog := loaderProgram(e.Path, e.Argv); prog != "" {
+		e.Script = Resolve(e.Cwd, prog)
 	}
 	e.UID = d.u32.Ptr(r.Uid)
 	e.Deleted = r.H.Flags&flagDeleted != 0
@@ -379,7 +388,7 @@ func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
 
 var pathKinds = [...]event.Kind{
 	evOpen: event.KindOpen, evRename: event.KindRename, evUnlink: event.KindUnlink,
-	evMkdir: event.KindMkdir, evChmod: event.KindChmod, evLink: event.KindLink,
+	evMkdir: event.KindMkdir, evChmod: event.KindChmod, evLink: event.KindLink, evHandle: event.KindHandle,
 }
 
 // Access classifies open flags: read, write, or both, plus create.
@@ -435,10 +444,18 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	kind := pathKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
 	p1 := d.path(r.H.Pid, parts[0], parts[1])
+	byHandle := kind == event.KindOpen && r.Flags&byHandleFlag != 0
+	if byHandle {
+		r.Flags &^= byHandleFlag
+	}
 	if kind == event.KindOpen && r.H.Flags&flagObject != 0 {
 		// The kernel's file object names what was opened; what the
 		// process asked for stays beside it where it differs.
-		e.Object, p1 = d.openObject(r, obj, p1)
+		if byHandle {
+			e.Object, p1 = d.handleObject(r, obj)
+		} else {
+			e.Object, p1 = d.openObject(r, obj, p1)
+		}
 	}
 	p2 := ""
 	if r.Path2Len > 0 {
@@ -470,6 +487,11 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		if r.Flags != 0 {
 			e.Flags = d.u32.Ptr(r.Flags)
 		}
+	case event.KindHandle:
+		e.Path = p1
+		if r.Flags != 0 {
+			e.Flags = d.u32.Ptr(r.Flags)
+		}
 	case event.KindMkdir, event.KindChmod:
 		e.Path = p1
 		e.Mode = d.u32.Ptr(r.Mode)
@@ -480,153 +502,4 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		}
 	}
 	return e, nil
-}
-
-var sockKinds = map[uint8]event.Kind{evConnect: event.KindConnect, evBind: event.KindBind, evAccept: event.KindAccept}
-
-// sockaddr decodes a struct sockaddr as a process passes it.
-func sockaddr(b []byte) (family, addr string, port uint16) {
-	if len(b) < 2 {
-		return "", "", 0
-	}
-	switch binary.LittleEndian.Uint16(b) {
-	case 1: // AF_UNIX
-		p := b[2:]
-		if len(p) > 0 && p[0] == 0 {
-			return "unix", "@" + cstring(p[1:]), 0
-		}
-		return "unix", cstring(p), 0
-	case 2: // AF_INET
-		if len(b) < 8 {
-			return "ipv4", "", 0
-		}
-		a := netip.AddrFrom4([4]byte(b[4:8]))
-		return "ipv4", a.String(), binary.BigEndian.Uint16(b[2:4])
-	case 10: // AF_INET6
-		if len(b) < 24 {
-			return "ipv6", "", 0
-		}
-		a := netip.AddrFrom16([16]byte(b[8:24]))
-		return "ipv6", a.String(), binary.BigEndian.Uint16(b[2:4])
-	case 0:
-		return "unspec", "", 0
-	default:
-		return fmt.Sprintf("af%d", binary.LittleEndian.Uint16(b)), "", 0
-	}
-}
-
-func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
-	r, err := castHeader[polygraphEvSock](b)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := pieces(b, int(r.AddrLen))
-	if err != nil {
-		return nil, err
-	}
-	ab := ps[0]
-	e := d.base(&r.H, sockKinds[r.H.Kind])
-	e.Family, e.Addr, e.Port = sockaddr(ab)
-	e.Result = d.i64.Ptr(r.Result)
-	e.Proto = protoName(r.Proto)
-	return e, nil
-}
-
-func protoName(p uint16) string {
-	switch p {
-	case 6:
-		return "tcp"
-	case 17:
-		return "udp"
-	case 0:
-		return ""
-	}
-	return fmt.Sprintf("proto%d", p)
-}
-
-func (d *Decoder) decodeDNS(b []byte) (*event.Event, error) {
-	r, err := castHeader[polygraphEvDns](b)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := pieces(b, int(r.AddrLen), int(r.DataLen))
-	if err != nil {
-		return nil, err
-	}
-	ab, msg := ps[0], ps[1]
-	e := d.base(&r.H, event.KindDNS)
-	e.Family, e.Addr, e.Port = sockaddr(ab)
-	e.Proto = protoName(r.Proto)
-	if r.Proto == 6 && len(msg) >= 2 {
-		msg = msg[2:] // DNS over TCP: a 2-byte length comes first
-	}
-	e.QName, e.QType, _ = ParseDNSQuestion(msg)
-	return e, nil
-}
-
-// ParseDNSQuestion returns the name and type of the first question of a
-// DNS message.
-func ParseDNSQuestion(msg []byte) (name, qtype string, err error) {
-	if len(msg) < 12 {
-		return "", "", fmt.Errorf("dns message of %d bytes: %w", len(msg), ErrShort)
-	}
-	if binary.BigEndian.Uint16(msg[4:6]) == 0 {
-		return "", "", errors.New("dns message without a question")
-	}
-	i := 12
-	var labels []string
-	for {
-		if i >= len(msg) {
-			return "", "", fmt.Errorf("dns name: %w", ErrShort)
-		}
-		l := int(msg[i])
-		i++
-		if l == 0 {
-			break
-		}
-		if l&0xc0 != 0 || i+l > len(msg) || len(labels) > 127 {
-			return "", "", errors.New("dns name: bad label")
-		}
-		labels = append(labels, string(msg[i:i+l]))
-		i += l
-	}
-	name = strings.Join(labels, ".")
-	if name == "" {
-		name = "."
-	}
-	if i+2 > len(msg) {
-		return name, "", nil
-	}
-	return name, QTypeName(binary.BigEndian.Uint16(msg[i : i+2])), nil
-}
-
-// QTypeName names a DNS query type.
-func QTypeName(t uint16) string {
-	switch t {
-	case 1:
-		return "A"
-	case 2:
-		return "NS"
-	case 5:
-		return "CNAME"
-	case 6:
-		return "SOA"
-	case 12:
-		return "PTR"
-	case 15:
-		return "MX"
-	case 16:
-		return "TXT"
-	case 28:
-		return "AAAA"
-	case 33:
-		return "SRV"
-	case 64:
-		return "SVCB"
-	case 65:
-		return "HTTPS"
-	case 255:
-		return "ANY"
-	}
-	return fmt.Sprintf("TYPE%d", t)
 }

@@ -231,7 +231,7 @@ func TestLayoutMatchesObject(t *testing.T) {
 		"ev_header": unsafe.Sizeof(polygraphEvHeader{}), "ev_exec": unsafe.Sizeof(polygraphEvExec{}),
 		"ev_fork": unsafe.Sizeof(polygraphEvFork{}), "ev_exit": unsafe.Sizeof(polygraphEvExit{}),
 		"ev_path": unsafe.Sizeof(polygraphEvPath{}), "ev_sock": unsafe.Sizeof(polygraphEvSock{}),
-		"ev_dns": unsafe.Sizeof(polygraphEvDns{}),
+		"ev_dns": unsafe.Sizeof(polygraphEvDns{}), "ev_call": unsafe.Sizeof(polygraphEvCall{}),
 	}
 	for name, size := range sizes {
 		var st *btf.Struct
@@ -241,7 +241,7 @@ func TestLayoutMatchesObject(t *testing.T) {
 		if uintptr(st.Size) != size {
 			t.Errorf("%s: object says %d bytes, Go %d", name, st.Size, size)
 		}
-		if name != "ev_header" && name != "ev_fork" && name != "ev_exit" && size > dataOff {
+		if name != "ev_header" && name != "ev_fork" && name != "ev_exit" && name != "ev_call" && size > dataOff {
 			t.Errorf("%s (%d bytes) overlaps the data at %d", name, size, dataOff)
 		}
 	}

@@ -13,6 +13,20 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type polygraphEvCall struct {
+	_             structs.HostLayout
+	H             polygraphEvHeader
+	Result        int64
+	Target        uint32
+	Arg           uint32
+	Method        uint8
+	Adopted       uint8
+	NsLocal       uint8
+	Pad0          uint8
+	Pad1          uint32
+	TargetImageNs uint64
+}
+
 type polygraphEvDns struct {
 	_       structs.HostLayout
 	H       polygraphEvHeader
@@ -85,12 +99,17 @@ type polygraphEvPath struct {
 }
 
 type polygraphEvSock struct {
-	_       structs.HostLayout
-	H       polygraphEvHeader
-	Result  int64
-	Fd      uint32
-	AddrLen uint16
-	Proto   uint16
+	_        structs.HostLayout
+	H        polygraphEvHeader
+	Result   int64
+	Fd       uint32
+	AddrLen  uint16
+	Proto    uint16
+	PeerPid  uint32
+	SockType uint16
+	ExeLen   uint16
+	Sflags   uint8
+	Pad0     [7]uint8
 }
 
 type polygraphPeerKey struct {
@@ -147,12 +166,15 @@ const (
 	polygraphProgHandleRecvLength = "handle_recv_length"
 	polygraphProgHandleSendLength = "handle_send_length"
 	polygraphProgSysExit          = "sys_exit"
+	polygraphVarUnusedCall        = "_unused_call"
 	polygraphVarUnusedDns         = "_unused_dns"
 	polygraphVarUnusedExec        = "_unused_exec"
 	polygraphVarUnusedExit        = "_unused_exit"
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedSock        = "_unused_sock"
+	polygraphVarSensorPgid        = "sensor_pgid"
+	polygraphVarSensorPid         = "sensor_pid"
 )
 
 // loadPolygraph returns the embedded CollectionSpec for polygraph.
@@ -220,12 +242,15 @@ type polygraphMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphVariableSpecs struct {
+	UnusedCall *ebpf.VariableSpec `ebpf:"_unused_call"`
 	UnusedDns  *ebpf.VariableSpec `ebpf:"_unused_dns"`
 	UnusedExec *ebpf.VariableSpec `ebpf:"_unused_exec"`
 	UnusedExit *ebpf.VariableSpec `ebpf:"_unused_exit"`
 	UnusedFork *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedPath *ebpf.VariableSpec `ebpf:"_unused_path"`
 	UnusedSock *ebpf.VariableSpec `ebpf:"_unused_sock"`
+	SensorPgid *ebpf.VariableSpec `ebpf:"sensor_pgid"`
+	SensorPid  *ebpf.VariableSpec `ebpf:"sensor_pid"`
 }
 
 // polygraphObjects contains all objects after they have been loaded into the kernel.
@@ -269,12 +294,15 @@ func (m *polygraphMaps) Close() error {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphVariables struct {
+	UnusedCall *ebpf.Variable `ebpf:"_unused_call"`
 	UnusedDns  *ebpf.Variable `ebpf:"_unused_dns"`
 	UnusedExec *ebpf.Variable `ebpf:"_unused_exec"`
 	UnusedExit *ebpf.Variable `ebpf:"_unused_exit"`
 	UnusedFork *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedPath *ebpf.Variable `ebpf:"_unused_path"`
 	UnusedSock *ebpf.Variable `ebpf:"_unused_sock"`
+	SensorPgid *ebpf.Variable `ebpf:"sensor_pgid"`
+	SensorPid  *ebpf.Variable `ebpf:"sensor_pid"`
 }
 
 // polygraphPrograms contains all programs after they have been loaded into the kernel.

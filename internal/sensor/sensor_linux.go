@@ -89,6 +89,15 @@ func New(opts Options) (*Sensor, error) {
 	}
 	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
 	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+	// The kernel side tells a signal aimed at polygraph by its pid and
+	// process group.
+	for name, v := range map[string]uint32{"sensor_pid": uint32(os.Getpid()), "sensor_pgid": uint32(unix.Getpgrp())} {
+		if vs := spec.Variables[name]; vs != nil {
+			if err := vs.Set(v); err != nil {
+				return nil, fmt.Errorf("set %s: %w", name, err)
+			}
+		}
+	}
 
 	s := &Sensor{queue: make(chan *event.Event, opts.QueueLen)}
 	// Drop the optional programs whose hook this kernel lacks, instead of
@@ -104,6 +113,11 @@ func New(opts Options) (*Sensor, error) {
 	}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
+		// The verifier refuses with EACCES too: that is no lack of privilege.
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load BPF programs: the verifier refused them: %w", err)
+		}
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, ErrPermission
 		}

@@ -85,17 +85,32 @@ const (
 	fDeleted       protowire.Number = 48 // exec
 	fHome          protowire.Number = 49 // exec: the HOME of its environment
 	fScriptSHA256  protowire.Number = 50 // exec; normally filled on read from exec_verdicts
+	// more of event.Network
+	fAddrUser   protowire.Number = 51
+	fFastOpen   protowire.Number = 52
+	fPeerPID    protowire.Number = 53
+	fPeerExe    protowire.Number = 54
+	fPeerInTree protowire.Number = 55 // varint 0 or 1, written whenever PeerInTree is set
+	// event.Call
+	fTargetPID     protowire.Number = 56
+	fTargetExecID  protowire.Number = 57
+	fMethod        protowire.Number = 58
+	fAdopted       protowire.Number = 59
+	fSigno         protowire.Number = 60
+	fBPFCmd        protowire.Number = 61
+	fTargetNSLocal protowire.Number = 62
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fScriptSHA256
+const lastField = fTargetNSLocal
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
 var kindCodes = map[event.Kind]uint64{
 	event.KindExec: 1, event.KindFork: 2, event.KindExit: 3, event.KindOpen: 4, event.KindRename: 5,
 	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
-	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14,
+	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14, event.KindSend: 15,
+	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19,
 }
 
 // kindByCode is kindCodes inverted.
@@ -240,6 +255,24 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		}
 		uint(fBytesSent, n.BytesSent)
 		uint(fBytesRecv, n.BytesRecv)
+		flag(fAddrUser, n.AddrUser)
+		flag(fFastOpen, n.FastOpen)
+		uint(fPeerPID, uint64(n.PeerPID))
+		str(fPeerExe, n.PeerExe)
+		if n.PeerInTree != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fPeerInTree, protowire.VarintType), b2u(*n.PeerInTree))
+		}
+	}
+	if c := ev.Call; c != nil {
+		uint(fTargetPID, uint64(c.TargetPID))
+		str(fTargetExecID, c.TargetExecID)
+		str(fMethod, c.Method)
+		flag(fAdopted, c.Adopted)
+		if c.Signo != 0 {
+			sint(fSigno, int64(c.Signo))
+		}
+		str(fBPFCmd, c.BPFCmd)
+		flag(fTargetNSLocal, c.TargetNSLocal)
 	}
 
 	n := len(buf) - body
@@ -255,6 +288,13 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 	copy(buf[start+len(l):], buf[body:body+n])
 	copy(buf[start:], l)
 	return buf
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // binaryMaxVarint is the longest varint.
@@ -331,10 +371,12 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		}
 		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome || num == fScriptSHA256) && ev.Process == nil {
 			ev.Process = d.in.process()
-		} else if fFamily <= num && num <= fBytesRecv && ev.Network == nil {
+		} else if (fFamily <= num && num <= fBytesRecv || fAddrUser <= num && num <= fPeerInTree) && ev.Network == nil {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
+		} else if fTargetPID <= num && num <= fTargetNSLocal && ev.Call == nil {
+			ev.Call = &event.Call{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -404,6 +446,23 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Nlink = uint32(v)
 		case fDeleted:
 			ev.Deleted = v != 0
+		case fAddrUser:
+			ev.AddrUser = v != 0
+		case fFastOpen:
+			ev.FastOpen = v != 0
+		case fPeerPID:
+			ev.PeerPID = uint32(v)
+		case fPeerInTree:
+			in := v != 0
+			ev.PeerInTree = &in
+		case fTargetPID:
+			ev.TargetPID = uint32(v)
+		case fAdopted:
+			ev.Adopted = v != 0
+		case fTargetNSLocal:
+			ev.TargetNSLocal = v != 0
+		case fSigno:
+			ev.Signo = int(protowire.DecodeZigZag(v))
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -478,6 +537,14 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.PathRequested = s
 	case fPathDiffers:
 		ev.PathDiffers = s
+	case fPeerExe:
+		ev.PeerExe = s
+	case fTargetExecID:
+		ev.TargetExecID = s
+	case fMethod:
+		ev.Method = s
+	case fBPFCmd:
+		ev.BPFCmd = s
 	}
 }
 
@@ -486,7 +553,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers} {
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd} {
 		m[f] = true
 	}
 	return m

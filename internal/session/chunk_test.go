@@ -52,7 +52,7 @@ func chunkSamples(t testing.TB) []*event.Event {
 	neg := *sampleEvents()[14]
 	neg.ExitCode, neg.Signal = event.Ptr(-1), -9
 	neg.TS = t0.Add(-time.Hour) // before the chunk's first event
-	return append(sampleEvents(), full, &odd, &huge, &neg,
+	return append(append(sampleEvents(), kernelTruthSamples()...), full, &odd, &huge, &neg,
 		&event.Event{Kind: event.KindFork, Process: &event.Process{}},
 		&event.Event{TS: t0, Kind: "from-the-future", PID: 1})
 }

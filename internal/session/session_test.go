@@ -88,6 +88,40 @@ func sampleEvents() []*event.Event {
 	}
 }
 
+// kernelTruthSamples are events of the kinds and fields the sensor took
+// from the kernel's objects later (sessions of the kinds above stay as
+// the other tests count them).
+func kernelTruthSamples() []*event.Event {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	common := func(ms int, kind event.Kind, pid uint32, comm string) event.Event {
+		return event.Event{TS: at(ms), Kind: kind, PID: pid, TID: pid, PPID: 100, Comm: comm,
+			ExecID: event.ExecID(pid, 5000), ParentExecID: event.ExecID(100, 1000)}
+	}
+	with := func(e event.Event, f func(*event.Event)) *event.Event { e.Complete(); f(&e); return &e }
+	return []*event.Event{
+		with(common(16, event.KindSend, 102, "node"), func(e *event.Event) {
+			e.Family, e.Proto, e.Addr, e.Port, e.AddrUser, e.Result = "ipv4", "udp", "192.0.2.7", 9999, true, event.Ptr(int64(5))
+		}),
+		with(common(17, event.KindHandle, 102, "node"), func(e *event.Event) { e.Path, e.Result = "/etc/shadow", event.Ptr(int64(0)) }),
+		with(common(18, event.KindInject, 102, "node"), func(e *event.Event) {
+			e.TargetPID, e.TargetExecID, e.Method, e.Adopted, e.Result = 4242, "4242-9000", "ptrace_attach", true, event.Ptr(int64(0))
+		}),
+		with(common(19, event.KindInject, 102, "node"), func(e *event.Event) {
+			e.TargetPID, e.Method, e.TargetNSLocal, e.Result = 3, "process_vm_writev", true, event.Ptr(int64(8))
+		}),
+		with(common(19, event.KindSignal, 102, "node"), func(e *event.Event) {
+			e.TargetPID, e.Method, e.Signo, e.Result = 77, "kill", 9, event.Ptr(int64(0))
+		}),
+		with(common(20, event.KindBPF, 102, "node"), func(e *event.Event) {
+			e.Method, e.BPFCmd, e.Result = "bpf", "BPF_PROG_LOAD", event.Ptr(int64(-1))
+		}),
+		with(common(21, event.KindConnect, 102, "node"), func(e *event.Event) {
+			e.Family, e.Addr, e.PeerPID, e.PeerExe, e.PeerInTree = "unix", "/run/docker.sock", 1, "/usr/bin/dockerd", event.Ptr(false)
+			e.FastOpen, e.Result = true, event.Ptr(int64(0))
+		}),
+	}
+}
+
 // newSession creates a session in a fresh home and closes it on cleanup
 // unless the test did.
 func newSession(t testing.TB, home string) *Writer {
@@ -140,7 +174,7 @@ func jsonOf(v any) string {
 }
 
 func TestRoundTripEveryKind(t *testing.T) {
-	evs := sampleEvents()
+	evs := append(sampleEvents(), kernelTruthSamples()...)
 	kinds := map[event.Kind]bool{}
 	for _, ev := range evs {
 		kinds[ev.Kind] = true

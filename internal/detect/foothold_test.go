@@ -1,0 +1,149 @@
+package detect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// The builder's events for the foothold, fetch and upload cases.
+
+func (p *tproc) chmod(file string, mode uint32) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindChmod, Path: file, Mode: event.Ptr(mode), Result: event.Ptr(int64(0))})
+}
+
+func (p *tproc) link(target, name string) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindLink, Path: name, Path2: target, Result: event.Ptr(int64(0))})
+}
+
+// traffic is a net event: the bytes the process sent to and received from
+// one peer.
+func (p *tproc) traffic(addr string, port uint16, sent, recv uint64) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindNet, Network: &event.Network{Family: "ipv4", Proto: "tcp", Addr: addr, Port: port, BytesSent: sent, BytesRecv: recv}})
+}
+
+// resolve is a DNS query for name with its recorded answers.
+func (p *tproc) resolve(name string, addrs ...string) *event.Event {
+	e := p.dns(name)
+	e.Answers = addrs
+	return e
+}
+
+// TestPersistence runs the persistence cases.
+func TestPersistence(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "authorized_keys append under another home",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "echo ssh-ed25519 AAAA >> /root/.ssh/authorized_keys")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "echo … >> /root/.ssh/authorized_keys")
+				sh.open("/root/.ssh/authorized_keys", "write,create")
+				sh.exit(0)
+			},
+			want: []string{"high persistence"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := fs[0]; f.ToolCallID != "t1" || !strings.Contains(f.Detail, "T1098.004") {
+					t.Errorf("finding %+v", f)
+				}
+			},
+		},
+		{
+			name: "rc file, cron, unit, hook and git core.sshCommand",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "…")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				sh.open(home+"/.bashrc", "write")
+				sh.rename(home+"/.x.tmp", home+"/.config/systemd/user/up.service")
+				sh.open(proj+"/.git/hooks/pre-commit", "write,create")
+				sh.chmod(proj+"/.git/hooks/pre-commit", 0o755)
+				sh.spawn(201, "", "/usr/bin/crontab", "crontab", "-").exit(0)
+				sh.spawn(202, "", "/usr/bin/crontab", "crontab", "-l").exit(0)
+				sh.spawn(203, "", "/usr/bin/git", "git", "config", "--global", "core.sshCommand", "ssh -i /tmp/k").exit(0)
+				sh.spawn(204, "", "/usr/bin/git", "git", "config", "--get", "core.hooksPath").exit(0)
+			},
+			want: []string{"high persistence", "high persistence", "high persistence", "high persistence", "high persistence"},
+		},
+		{
+			name: "sample hooks from git init, and husky's hook",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "git init && npm install")
+				g := ag.spawn(200, "t1", "/usr/bin/git", "git", "init")
+				g.open(proj+"/.git/hooks/pre-commit.sample", "write,create")
+				g.exit(0)
+				n := ag.spawn(201, "t1", "/usr/bin/node", "node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "install")
+				n.spawn(202, "", "/usr/bin/git", "git", "config", "core.hooksPath", ".husky/_").exit(0)
+				n.exit(0)
+			},
+			want: []string{"low persistence"},
+		},
+		{
+			name: "a package install's cron job",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "apt-get install -y logrotate")
+				a := ag.spawn(200, "t1", "/usr/bin/apt-get", "apt-get", "install", "-y", "logrotate")
+				d := a.spawn(201, "", "/usr/bin/dpkg", "dpkg", "--unpack", "x.deb")
+				d.open("/etc/cron.daily/logrotate", "write,create")
+			},
+			want: []string{"low persistence"},
+		},
+		{
+			name: "a cron job by a shell calling itself dpkg is no package install",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "exec -a dpkg sh -c 'echo … > /etc/cron.d/x'")
+				d := ag.spawn(200, "t1", "/usr/bin/dash", "dpkg", "-c", "echo … > /etc/cron.d/x")
+				d.open("/etc/cron.d/x", "write,create")
+			},
+			want: []string{"high persistence"},
+		},
+	})
+}
+
+// TestPrivilegeEscalation runs the privilege-escalation cases.
+func TestPrivilegeEscalation(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "sudoers.d write, setuid bit, setcap",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "…")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				sh.open("/etc/sudoers.d/agent", "write,create")
+				c := sh.spawn(201, "", "/usr/bin/chmod", "chmod", "u+s", "/usr/local/bin/sh2")
+				c.chmod("/usr/local/bin/sh2", 0o4755)
+				sh.spawn(202, "", "/usr/sbin/setcap", "setcap", "cap_setuid+ep", "/usr/local/bin/py").exit(0)
+				sh.chmod(proj+"/run.sh", 0o755) // plain +x is nothing
+				sh.emit(&event.Event{Kind: event.KindMkdir, Path: proj + "/share", Mode: event.Ptr(uint32(0o755)), Result: event.Ptr(int64(0))})
+				sh.chmod(proj+"/share", 0o2775) // a shared directory
+				sh.chmod(proj+"/tool", 0o2755)  // setgid on what may be a directory
+			},
+			want: []string{"high privilege-escalation", "high privilege-escalation", "high privilege-escalation", "medium privilege-escalation", "low claim-edit-mismatch"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.ToolCallID != "t1" || f.Rule == "privilege-escalation" && !strings.Contains(f.Detail, "T1548") {
+						t.Errorf("finding %+v", f)
+					}
+				}
+			},
+		},
+		{
+			name: "a package install adds a user",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "apt-get install -y postgresql")
+				a := ag.spawn(200, "t1", "/usr/bin/apt-get", "apt-get", "install", "-y", "postgresql")
+				d := a.spawn(201, "", "/usr/bin/dpkg", "dpkg", "--configure", "-a")
+				u := d.spawn(202, "", "/usr/sbin/useradd", "useradd", "postgres")
+				u.rename("/etc/passwd+", "/etc/passwd")
+			},
+			want: []string{"low privilege-escalation", "low claim-edit-mismatch"},
+		},
+	})
+}
+
+func (p *tproc) emit(e *event.Event) *event.Event { return p.b.emit(p, e) }

@@ -1,0 +1,368 @@
+/* tricks: the techniques the kernel-truth tests run under the sensor,
+ * one per mode (argv[1]). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
+#endif
+
+static struct sockaddr_in race_sa;
+static volatile int race_done;
+static uint16_t race_ports[2];
+
+static void *flipper(void *arg)
+{
+	(void)arg;
+	while (!race_done)
+		race_sa.sin_port = race_sa.sin_port == race_ports[0] ? race_ports[1] : race_ports[0];
+	return 0;
+}
+
+static struct sockaddr_in loopback(const char *ip, int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	return sa;
+}
+
+/* race PORT_A PORT_B N: connect N times while a thread flips the port in
+ * the sockaddr; print the port each connect reached. */
+static int do_race(char **argv)
+{
+	race_ports[0] = htons(atoi(argv[2]));
+	race_ports[1] = htons(atoi(argv[3]));
+	int n = atoi(argv[4]);
+	race_sa = loopback("127.0.0.1", 0);
+	race_sa.sin_port = race_ports[0];
+	pthread_t th;
+	pthread_create(&th, 0, flipper, 0);
+	for (int i = 0; i < n; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&race_sa, sizeof(race_sa)) < 0) {
+			printf("0\n");
+			close(fd);
+			continue;
+		}
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		getpeername(fd, (struct sockaddr *)&peer, &len);
+		printf("%d\n", ntohs(peer.sin_port));
+		close(fd);
+	}
+	race_done = 1;
+	pthread_join(th, 0);
+	return 0;
+}
+
+/* udp PORT N: send N 10-byte datagrams to 127.0.0.1:PORT, with sendto,
+ * sendmsg and sendmmsg in turn. */
+static int do_udp(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = loopback("127.0.0.1", atoi(argv[2]));
+	int n = atoi(argv[3]);
+	char buf[10] = "0123456789";
+	for (int i = 0; i < n; i++) {
+		struct iovec iov = {buf, sizeof(buf)};
+		struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1};
+		struct mmsghdr mm = {.msg_hdr = m};
+		ssize_t r;
+		switch (i % 3) {
+		case 0:
+			r = sendto(fd, buf, sizeof(buf), 0, (struct sockaddr *)&sa, sizeof(sa));
+			break;
+		case 1:
+			r = sendmsg(fd, &m, 0);
+			break;
+		default:
+			r = sendmmsg(fd, &mm, 1, 0) == 1 ? (ssize_t)mm.msg_len : -1;
+		}
+		if (r != sizeof(buf)) {
+			perror("send");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* udpmany PORT N: one sendmmsg of N datagrams to 127.0.0.1:PORT..PORT+N-1. */
+static int do_udpmany(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int port = atoi(argv[2]), n = atoi(argv[3]);
+	struct sockaddr_in sa[64];
+	struct iovec iov[64];
+	struct mmsghdr mm[64];
+	if (n > 64)
+		n = 64;
+	memset(mm, 0, sizeof(mm));
+	for (int i = 0; i < n; i++) {
+		sa[i] = loopback("127.0.0.1", port + i);
+		iov[i].iov_base = "0123456789";
+		iov[i].iov_len = 10;
+		mm[i].msg_hdr.msg_name = &sa[i];
+		mm[i].msg_hdr.msg_namelen = sizeof(sa[i]);
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+	}
+	if (sendmmsg(fd, mm, n, 0) != n) {
+		perror("sendmmsg");
+		return 1;
+	}
+	return 0;
+}
+
+/* raw IP: send an ICMP echo request to IP through a raw socket. */
+static int do_raw(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+	if (fd < 0) {
+		perror("socket");
+		return 1;
+	}
+	struct sockaddr_in sa = loopback(argv[2], 0);
+	struct icmphdr h = {.type = ICMP_ECHO};
+	h.checksum = ~htons(ICMP_ECHO << 8); /* the rest is zero */
+	if (sendto(fd, &h, sizeof(h), 0, (struct sockaddr *)&sa, sizeof(sa)) != sizeof(h)) {
+		perror("sendto");
+		return 1;
+	}
+	return 0;
+}
+
+/* tfo PORT: TCP Fast Open: connect and send in one sendto. */
+static int do_tfo(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = loopback("127.0.0.1", atoi(argv[2]));
+	if (sendto(fd, "hello", 5, MSG_FASTOPEN, (struct sockaddr *)&sa, sizeof(sa)) != 5) {
+		perror("sendto");
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* handle FILE: name_to_handle_at FILE, then open_by_handle_at it through
+ * a descriptor of its directory, and read it. */
+static int do_handle(char **argv)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	int mount_id;
+	if (name_to_handle_at(AT_FDCWD, argv[2], fh, &mount_id, 0) < 0) {
+		perror("name_to_handle_at");
+		return 1;
+	}
+	int mfd = open("/", O_RDONLY | O_DIRECTORY);
+	int fd = open_by_handle_at(mfd, fh, O_RDONLY);
+	if (fd < 0) {
+		perror("open_by_handle_at");
+		return 1;
+	}
+	char buf[64];
+	return read(fd, buf, sizeof(buf)) < 0;
+}
+
+/* unixlisten PATH: listen on a Unix socket and accept for ever. */
+static int do_unixlisten(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		perror("listen");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		int c = accept(fd, 0, 0);
+		if (c >= 0)
+			close(c);
+	}
+}
+
+/* unixconnect PATH: connect, and stay a while, so the listener's accept
+ * finds the connecting process still there. */
+static int do_unixconnect(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("connect");
+		return 1;
+	}
+	usleep(200000);
+	return 0;
+}
+
+static volatile long flag;
+static volatile pid_t sleeper_tid;
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	sleeper_tid = gettid();
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* victim ADDRFILE READFILE: write &flag and the tid of a second thread to
+ * ADDRFILE, then wait; each time flag turns non-zero, read READFILE and
+ * clear it. */
+static int do_victim(char **argv)
+{
+	pthread_t th;
+	pthread_create(&th, 0, sleeper, 0);
+	while (!sleeper_tid)
+		usleep(1000);
+	FILE *f = fopen(argv[2], "w");
+	fprintf(f, "%lu %d\n", (unsigned long)&flag, sleeper_tid);
+	fclose(f);
+	for (;;) {
+		if (flag) {
+			int fd = open(argv[3], O_RDONLY);
+			char buf[16];
+			if (fd >= 0) {
+				read(fd, buf, sizeof(buf));
+				close(fd);
+			}
+			flag = 0;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* ptrace PID ADDR: attach, poke 1 at ADDR, detach. */
+static int do_ptrace(char **argv)
+{
+	pid_t pid = atoi(argv[2]);
+	unsigned long addr = strtoul(argv[3], 0, 10);
+	if (ptrace(PTRACE_ATTACH, pid, 0, 0) < 0) {
+		perror("PTRACE_ATTACH");
+		return 1;
+	}
+	waitpid(pid, 0, 0);
+	if (ptrace(PTRACE_POKEDATA, pid, (void *)addr, (void *)1) < 0)
+		perror("PTRACE_POKEDATA");
+	ptrace(PTRACE_DETACH, pid, 0, 0);
+	return 0;
+}
+
+/* vmwrite PID ADDR: write 1 at ADDR with process_vm_writev. */
+static int do_vmwrite(char **argv)
+{
+	pid_t pid = atoi(argv[2]);
+	long one = 1;
+	struct iovec local = {&one, sizeof(one)};
+	struct iovec remote = {(void *)strtoul(argv[3], 0, 10), sizeof(one)};
+	if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != sizeof(one)) {
+		perror("process_vm_writev");
+		return 1;
+	}
+	return 0;
+}
+
+/* procmem PID ADDR: write 1 at ADDR through /proc/PID/mem. */
+static int do_procmem(char **argv)
+{
+	char path[64];
+	long one = 1;
+	snprintf(path, sizeof(path), "/proc/%s/mem", argv[2]);
+	int fd = open(path, O_RDWR);
+	if (fd < 0 || pwrite(fd, &one, sizeof(one), (off_t)strtoul(argv[3], 0, 10)) != sizeof(one)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+/* bpf: create a one-element array map with bpf(2). */
+static int do_bpf(void)
+{
+	uint32_t attr[32] = {2 /* BPF_MAP_TYPE_ARRAY */, 4, 4, 1};
+	long fd = syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr));
+	printf("%ld\n", fd);
+	return fd < 0;
+}
+
+/* kill PID: send SIGURG (which a Go program takes in its stride) to PID
+ * with kill, tgkill and pidfd_send_signal. */
+static int do_kill(char **argv)
+{
+	pid_t pid = atoi(argv[2]);
+	int err = kill(pid, SIGURG);
+	err |= syscall(SYS_tgkill, pid, pid, SIGURG);
+	int pfd = syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0)
+		err |= syscall(SYS_pidfd_send_signal, pfd, SIGURG, 0, 0);
+	return err != 0;
+}
+
+/* killgroup PGID: send SIGURG to the caller's process group and to PGID's. */
+static int do_killgroup(char **argv)
+{
+	return (kill(0, SIGURG) | kill(-atoi(argv[2]), SIGURG)) != 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	const char *m = argv[1];
+	if (!strcmp(m, "race") && argc == 5)
+		return do_race(argv);
+	if (!strcmp(m, "udp") && argc == 4)
+		return do_udp(argv);
+	if (!strcmp(m, "udpmany") && argc == 4)
+		return do_udpmany(argv);
+	if (!strcmp(m, "raw") && argc == 3)
+		return do_raw(argv);
+	if (!strcmp(m, "tfo") && argc == 3)
+		return do_tfo(argv);
+	if (!strcmp(m, "handle") && argc == 3)
+		return do_handle(argv);
+	if (!strcmp(m, "unixlisten") && argc == 3)
+		return do_unixlisten(argv);
+	if (!strcmp(m, "unixconnect") && argc == 3)
+		return do_unixconnect(argv);
+	if (!strcmp(m, "victim") && argc == 4)
+		return do_victim(argv);
+	if (!strcmp(m, "ptrace") && argc == 4)
+		return do_ptrace(argv);
+	if (!strcmp(m, "vmwrite") && argc == 4)
+		return do_vmwrite(argv);
+	if (!strcmp(m, "procmem") && argc == 4)
+		return do_procmem(argv);
+	if (!strcmp(m, "bpf"))
+		return do_bpf();
+	if (!strcmp(m, "killgroup") && argc == 3)
+		return do_killgroup(argv);
+	if (!strcmp(m, "kill") && argc == 3)
+		return do_kill(argv);
+	if (!strcmp(m, "hello"))
+		return printf("hello\n") < 0;
+	return 2;
+}
