@@ -135,7 +135,7 @@ func mxRun(t *testing.T, c mxCase, token, bin string, accounts *mxAccounts, svc 
 			return
 		}
 	}
-	pghome := t.TempDir()
+	pghome := tempDir(t, "polygraph-matrix-sessions-") // kept with POLYGRAPH_E2E_KEEP=1
 	opts := []Option{
 		WithFiles(c.sc.files),
 		WithHomeFiles(mxHomeFiles(c.agent)),
