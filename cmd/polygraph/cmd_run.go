@@ -27,6 +27,7 @@ type runOptions struct {
 	killLeftovers bool
 	onExit        string
 	reportFlags
+	isolateFlags
 }
 
 // What --on-polygraph-exit may say.
@@ -95,6 +96,7 @@ above SEV exists; 1 when polygraph cannot trace.`,
 	cmd.Flags().BoolVar(&opts.killLeftovers, "kill-leftovers", false, "end the processes still running after --linger (SIGTERM, then SIGKILL)")
 	cmd.Flags().StringVar(&opts.onExit, "on-polygraph-exit", onExitKill, "if polygraph dies while recording: kill the traced tree, or leave it running untraced")
 	addReportFlags(cmd, &opts.reportFlags)
+	addIsolateFlags(cmd, &opts.isolateFlags)
 	return cmd
 }
 
@@ -116,6 +118,17 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	}
 	if !opts.asRoot {
 		ro.Credential, ro.Env = sudoCredential()
+	}
+	if opts.isolate {
+		pol, err := loadPolicy(opts.policy)
+		if err != nil {
+			return err
+		}
+		if ro.Isolate, err = opts.isolation(pol); err != nil {
+			return err
+		}
+	} else if _, err := opts.isolation(nil); err != nil {
+		return err
 	}
 	return recordAndReport(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }

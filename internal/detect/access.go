@@ -11,6 +11,7 @@ type accessGroup struct {
 	sev             Severity
 	note            string
 	seqs            []uint64
+	blocked         bool // the isolation masked it (blocked.go)
 }
 
 // groups are access groups in the order their first events came.

@@ -8,6 +8,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -35,7 +36,8 @@ type builder struct {
 	root   int
 	lost   map[string]uint64
 	left   []session.Leftover
-	cwd    string // the session's and every process's cwd (proj unless set)
+	cwd    string              // the session's and every process's cwd (proj unless set)
+	iso    *manifest.Isolation // the session ran isolated (blocked_test.go)
 	// verdicts are the integrity verdicts on the execs (judged).
 	verdicts []integrity.Result
 }
@@ -225,7 +227,7 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: b.cwd, RootPID: b.root, Lost: b.lost},
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso},
 		Leftovers: b.left, Policy: b.pol, Verdicts: b.verdicts}
 	if b.noAttr {
 		return in

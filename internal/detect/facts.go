@@ -104,6 +104,7 @@ const (
 	fOwn                                // agentOwn
 	fLate                               // attributed to a call, after the call returned
 	fUnattributed                       // attributed to nothing
+	fBlocked                            // an egress attempt the isolation refused (blocked.go)
 )
 
 // newFacts builds the facts of session in.
@@ -257,6 +258,8 @@ func (s *facts) walk() {
 			if isEgress(e) {
 				f.flags |= fEgress
 				s.connected[peerKey(e)] = true
+			} else if s.blockedConnect(e) {
+				f.flags |= fEgress | fBlocked
 			}
 		case event.KindNet:
 			if e.BytesSent != 0 {

@@ -90,6 +90,10 @@ type Finding struct {
 	Claim      string     `json:"claim,omitempty"` // the claim's text, for claim-* rules
 	Evidence   []uint64   `json:"evidence"`        // event seqs
 	Frameworks Frameworks `json:"frameworks"`
+	// Blocked: the session was isolated and refused the attempt (a masked
+	// credential read nothing, a connect failed with EPERM). The attempt
+	// is the finding all the same.
+	Blocked bool `json:"blocked,omitempty"`
 
 	// execs are the exec events the finding is about, for the rules that
 	// skip what another rule's finding already says (remote-code-exec

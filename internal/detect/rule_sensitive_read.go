@@ -21,7 +21,8 @@ func sensitiveRead(s *run) []Finding {
 	var g groups
 	for i := range s.byEvent {
 		f := &s.byEvent[i]
-		if f.flags&fRead == 0 {
+		e := s.events[i]
+		if f.flags&fRead == 0 && !s.blockedRead(e) {
 			continue
 		}
 		if _, ok := s.matchOf(setAgentConfig, i, f.path); ok {
@@ -31,7 +32,7 @@ func sensitiveRead(s *run) []Finding {
 		if !ok {
 			continue
 		}
-		e := s.events[i]
+		blocked := s.masked(e.Path)
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
 		names := s.programNames(e.ExecID)
@@ -42,8 +43,12 @@ func sensitiveRead(s *run) []Finding {
 			sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
 		}
 		call, who := s.actor(e)
-		g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
-			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note}
+		key := e.Path + "\x00" + s.actorKey(e)
+		if blocked {
+			key += "\x00blocked"
+		}
+		g.add(key, func() *accessGroup {
+			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note, blocked: blocked}
 		}, e.Seq)
 	}
 	var out []Finding
@@ -56,8 +61,14 @@ func sensitiveRead(s *run) []Finding {
 		if len(x.seqs) > 1 {
 			detail += fmt.Sprintf(" (%d times)", len(x.seqs))
 		}
-		out = append(out, s.finding(x.sev, "Credential file read: "+s.display(x.path),
-			detail+".", x.call, capped(x.seqs, 20), false))
+		title := "Credential file read: " + s.display(x.path)
+		if x.blocked {
+			title += " (blocked)"
+			detail += "; the isolation masked it, so it read nothing"
+		}
+		f := s.finding(x.sev, title, detail+".", x.call, capped(x.seqs, 20), false)
+		f.Blocked = x.blocked
+		out = append(out, f)
 	}
 	return out
 }

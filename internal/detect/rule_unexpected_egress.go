@@ -31,6 +31,7 @@ func init() {
 type egressDest struct {
 	display, who, call, why string
 	low, weak, after        bool
+	blocked                 bool     // the isolation refused it (blocked.go)
 	sends                   []string // what the tree sent there, when not a connect
 	seqs                    []uint64
 }
@@ -57,10 +58,12 @@ func unexpectedEgress(s *run) []Finding {
 		if name == "" {
 			name = e.Addr
 		}
-		key := fmt.Sprintf("%s\x00%s\x00%d", s.actorKey(e), name, e.Port)
+		blocked := s.byEvent[i].flags&fBlocked != 0
+		key := fmt.Sprintf("%s\x00%s\x00%d\x00%v", s.actorKey(e), name, e.Port, blocked)
 		d := m[key]
 		if d == nil {
 			d = newEgressDest(s, e, p, weak)
+			d.blocked = blocked
 			m[key] = d
 			order = append(order, key)
 		}
@@ -83,7 +86,7 @@ func unexpectedEgress(s *run) []Finding {
 	for _, k := range order {
 		out = append(out, egressFinding(s, m[k]))
 	}
-	return out
+	return append(out, blockedSends(s)...)
 }
 
 // egressCandidate reports whether events[i] took something out of the
@@ -157,6 +160,9 @@ func egressFinding(s *run, d *egressDest) Finding {
 		covered = "which the egress allowlist covers only by name"
 	}
 	detail := fmt.Sprintf("%s %s %s, %s", d.who, how, d.display, covered)
+	if d.blocked {
+		detail = fmt.Sprintf("%s tried to connect to %s, %s; the isolation refused it (EPERM)", d.who, d.display, covered)
+	}
 	switch {
 	case d.low:
 		sev = SeverityLow
@@ -175,7 +181,13 @@ func egressFinding(s *run, d *egressDest) Finding {
 	if len(d.sends) > 0 {
 		title = "Unexpected traffic to "
 	}
-	return s.finding(sev, title+d.display, detail+".", d.call, capped(d.seqs, 20), d.after && !d.low)
+	title += d.display
+	if d.blocked {
+		title += " (blocked)"
+	}
+	f := s.finding(sev, title, detail+".", d.call, capped(d.seqs, 20), d.after && !d.low)
+	f.Blocked = d.blocked
+	return f
 }
 
 // bytesSentAfter adds up, per process and peer, the bytes the net

@@ -15,8 +15,9 @@ func init() {
 }
 
 // untrustedBinary is the untrusted-binary rule. Most unknown executables
-// in the workspace or /tmp are the agent's own builds (test binaries,
-// node_modules/.bin scripts, go test's /tmp/go-build*), so those are low;
+// in the workspace or /tmp are the agent's own builds and scripts (test
+// binaries, node_modules/.bin scripts, go test's /tmp/go-build*), so those
+// are info in the workspace and low in a temp directory outside it;
 // one named like a program found elsewhere on PATH is medium, since a
 // `trivy` or `git` first in PATH runs instead of the installed one for
 // everything that looks it up.

@@ -50,7 +50,7 @@ func TestUntrustedBinary(t *testing.T) {
 					judged(unknown(home+"/.local/bin/mytool", integrity.Location{UserWritable: true}), nil)
 			},
 			// the three go test binaries are one finding; ~/.local/bin is not suspicious
-			want: []string{"low untrusted-binary", "low untrusted-binary"},
+			want: []string{"info untrusted-binary", "low untrusted-binary"},
 		},
 	})
 }

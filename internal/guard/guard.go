@@ -1,8 +1,11 @@
 // Package guard enforces an isolated session: it hides credential files
 // from the traced process tree behind a private mount namespace, confines
 // the tree's network egress to an allowlist with cgroup BPF programs,
-// accounts and limits its resources in a per-session cgroup v2, and
-// removes what a killed session left behind. polygraph's recorder keeps
+// kills a process of the tree that runs a denied binary or opens a denied
+// file for writing and, optionally, stops every exec until a gate has
+// judged it (Kill, Gate: tracepoint programs, which kill after the
+// syscall and cannot refuse it), accounts and limits its resources in a
+// per-session cgroup v2, and removes what a killed session left behind. polygraph's recorder keeps
 // recording every refused attempt; guard only makes the attempt fail.
 //
 // The kernel side lives in the _linux.go files; this file holds the types
@@ -11,6 +14,7 @@
 package guard
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -46,6 +50,55 @@ type Options struct {
 	// limit that silently does not apply is worse than none.
 	MemoryMax int64
 	PidsMax   int64
+	// Kill, when non-nil, has the kernel kill a process of the tree at
+	// the syscall that matches it (see Kill).
+	Kill *Kill
+	// Gate, when non-nil, stops every exec of the tree before its first
+	// instruction of user code and asks Gate whether it may run: true
+	// continues it (SIGCONT), false kills it (SIGKILL).
+	Gate GateFunc
+}
+
+// Kill lists what the kernel kills a process of the tree for, from the
+// BPF program at the syscall, with SIGKILL. Nothing can be refused on
+// the machines polygraph targets (no fentry or LSM programs there), so
+// the syscall has happened when the process dies: see docs/enforcement.md
+// for exactly what is left. Paths are resolved to (device, inode) at
+// Start: a hard link or symlink to a listed file matches, a listed path
+// that does not exist then matches nothing.
+type Kill struct {
+	// Exec are binaries the tree may not run (a directory: any binary
+	// below it). The new image dies before its first instruction. A
+	// script is matched by its interpreter, not by its own path.
+	Exec []string
+	// Write are files the tree may not open for writing (a directory:
+	// any file below it): persistence and privilege paths (~/.bashrc,
+	// /etc/sudoers.d). The process dies on its way out of the open,
+	// before it can write.
+	Write []string
+}
+
+// GateFunc judges one stopped exec: pid is the process (stopped, so
+// /proc/PID/exe is the image the kernel mapped). It returns whether the
+// exec may run, with the path and the verdict for the record.
+type GateFunc func(ctx context.Context, pid uint32) (allow bool, path, verdict string)
+
+// Killed is one process the kernel killed at a Kill match, or because
+// the gate could not be asked (What "ungated").
+type Killed struct {
+	PID  uint32
+	What string // exec, write, ungated
+	Path string // the rule's path that matched
+}
+
+// Gated is one exec the gate stopped and judged.
+type Gated struct {
+	PID     uint32
+	Path    string
+	Verdict string
+	Allowed bool
+	// Wait is from the stop in the kernel to the SIGCONT or SIGKILL.
+	Wait time.Duration
 }
 
 // Egress is the network allowlist: addresses, and host names whose DNS

@@ -16,7 +16,18 @@ import (
 // shim calls it where it would call syscall.Exec. It returns only on
 // failure; in a PID namespace it runs the tree's init and exits with the
 // command's status instead.
-func Exec(path string, args, env []string) error {
+func Exec(path string, args, env []string) error { return ExecPrepared(path, args, env, nil) }
+
+// ExecPrepared is Exec with prepare run once the isolation is entered and
+// just before the command starts: on the calling thread before the execve,
+// or in a PID namespace in the init before it forks the command. It is
+// where a caller gives up what the isolation's own set-up needed (the
+// sensor's shim drops a root tree's capabilities there: the mounts need
+// them, the command must not have them). A prepare error stops the
+// command: Exec returns it, or the init prints it and exits with 1. The
+// caller locks its goroutine to its thread when prepare changes
+// per-thread state (capabilities are).
+func ExecPrepared(path string, args, env []string, prepare func() error) error {
 	sp, ok, err := enter()
 	if err != nil {
 		return err
@@ -25,7 +36,12 @@ func Exec(path string, args, env []string) error {
 		return len(kv) > len(specEnv) && kv[:len(specEnv)+1] == specEnv+"="
 	})
 	if ok && sp.Init {
-		os.Exit(runInit(sp, path, args, env))
+		os.Exit(runInit(sp, path, args, env, prepare))
+	}
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			return err
+		}
 	}
 	return syscall.Exec(path, args, env)
 }
@@ -48,7 +64,17 @@ var ttySignals = []os.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH}
 // leaves (the namespace reparents them here) and, when the command
 // exits, exits with its status, which makes the kernel kill what is left
 // in the namespace. A command killed by a signal gives 128+signal.
-func runInit(sp spec, path string, args, env []string) int {
+// prepare (see ExecPrepared) runs in the init before the fork: what it
+// drops of this thread's capabilities the command never gets, and the init
+// itself needs none of them after the mounts (it forks, waits and signals
+// its own uid's processes).
+func runInit(sp spec, path string, args, env []string, prepare func() error) int {
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			fmt.Fprintf(os.Stderr, "polygraph: %v\n", err)
+			return 1
+		}
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{}}

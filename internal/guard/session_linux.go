@@ -26,8 +26,11 @@ type Session struct {
 	cgfd   *os.File
 	lock   *os.File
 	egress *egress
+	enf    *enforcer
 	usage  *Usage
 	denied []Denial // what Close read last
+	killed []Killed
+	gated  []Gated
 }
 
 // Start creates the session's cgroup, sets its limits and attaches the
@@ -81,6 +84,11 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 	}
 	if o.Egress != nil {
 		if s.egress, err = attachEgress(s.dir, pinDirFor(o.ID), o.Egress); err != nil {
+			return nil, err
+		}
+	}
+	if o.Kill != nil || o.Gate != nil {
+		if s.enf, err = attachEnforce(s.dir, o); err != nil {
 			return nil, err
 		}
 	}
@@ -170,6 +178,28 @@ func (s *Session) Denials() ([]Denial, error) {
 	return s.egress.denials()
 }
 
+// Kills returns the processes the kill rules killed so far; after Close,
+// during the whole session.
+func (s *Session) Kills() ([]Killed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.enf == nil {
+		return s.killed, nil
+	}
+	return s.enf.kills()
+}
+
+// Gated returns the execs the gate judged so far; after Close, during the
+// whole session.
+func (s *Session) Gated() []Gated {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.enf == nil {
+		return s.gated
+	}
+	return s.enf.gatedSoFar()
+}
+
 // Usage reads the session cgroup's accounting now; after Close it
 // returns what Close read last.
 func (s *Session) Usage() Usage {
@@ -202,6 +232,13 @@ func (s *Session) Close() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if s.enf != nil {
+		var err error
+		s.killed, err = s.enf.kills()
+		s.gated = s.enf.gatedSoFar()
+		errs = append(errs, err, s.enf.close())
+		s.enf = nil
 	}
 	if s.egress != nil {
 		var err error

@@ -56,9 +56,16 @@ func (v Verdict) Finding() (Finding, bool) {
 		if !v.Location.Suspicious() {
 			return Finding{}, false
 		}
+		// The workspace wins over temp (a project under /tmp is still the
+		// project): running its own scripts and builds is the agent's
+		// normal loop, information only. Elsewhere in temp or downloads
+		// it is low; in front of a tool of the same name, medium.
 		sev := "low"
-		if v.Location.Shadows != "" {
+		switch {
+		case v.Location.Shadows != "":
 			sev = "medium"
+		case v.Location.Workspace && !v.Location.Download:
+			sev = "info"
 		}
 		return Finding{
 			Rule:     RuleUntrustedBinary,

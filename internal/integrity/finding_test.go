@@ -20,7 +20,9 @@ func TestFinding(t *testing.T) {
 		{"changed since first seen", Verdict{Status: Modified, Source: SourceFirstSeen, ExpectedAlgo: "sha256"}, RuleBinaryModified, "medium"},
 		{"unknown, nowhere special", Verdict{Status: Unknown, Location: &Location{}}, "", ""},
 		{"unknown, only user-writable", Verdict{Status: Unknown, Location: &Location{UserWritable: true}}, "", ""},
-		{"unknown in the workspace", Verdict{Status: Unknown, Location: &Location{Workspace: true}}, RuleUntrustedBinary, "low"},
+		{"unknown in the workspace", Verdict{Status: Unknown, Location: &Location{Workspace: true}}, RuleUntrustedBinary, "info"},
+		{"unknown in a workspace under /tmp", Verdict{Status: Unknown, Location: &Location{Workspace: true, Temp: true}}, RuleUntrustedBinary, "info"},
+		{"unknown in temp", Verdict{Status: Unknown, Location: &Location{Temp: true}}, RuleUntrustedBinary, "low"},
 		{"unknown, shadowing", Verdict{Status: Unknown, Location: &Location{Temp: true, Shadows: "/usr/bin/git"}}, RuleUntrustedBinary, "medium"},
 		{"unavailable", Verdict{Status: Unavailable, Reason: "gone"}, "", ""},
 	}

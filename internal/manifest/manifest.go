@@ -30,6 +30,8 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// Isolation is set when the session ran isolated (run --isolate).
+	Isolation *Isolation `json:"isolation,omitempty"`
 	// The fields below are never stored: the session Reader computes them.
 
 	// InProgress is set when CleanClose is false and the writer is still
@@ -50,4 +52,64 @@ type Leftover struct {
 	ExecID string   `json:"exec_id"`
 	Comm   string   `json:"comm"`
 	Argv   []string `json:"argv"`
+}
+
+// Isolation is what an isolated session (run --isolate) enforced and what
+// it refused or killed, so a refused attempt is evidence like any other.
+type Isolation struct {
+	// Masked are the paths hidden from the tree (as resolved at start);
+	// Kept are those left visible inside them (the agent's own config).
+	Masked []string `json:"masked"`
+	Kept   []string `json:"kept,omitempty"`
+	// Egress is the allowlist: addresses (host:port, host:* for any port)
+	// and host names the tree's DNS answers resolve.
+	Egress       []string `json:"egress"`
+	PIDNamespace bool     `json:"pid_namespace"`
+	MemoryMax    int64    `json:"memory_max,omitempty"`
+	PidsMax      int64    `json:"pids_max,omitempty"`
+	// Removed lists what killed sessions had left and the start removed.
+	Removed []string `json:"removed,omitempty"`
+	Denied  []Denial `json:"denied,omitempty"`
+	Killed  []Kill   `json:"killed,omitempty"`
+	Gated   []Gate   `json:"gated,omitempty"`
+	Usage   *Usage   `json:"usage,omitempty"`
+}
+
+// Denial is one destination the egress control refused, with how often.
+type Denial struct {
+	Dest     string `json:"dest,omitempty"` // addr:port; empty for sock_create
+	Hook     string `json:"hook"`           // connect4, connect6, sendmsg4, sendmsg6, sock_create
+	Protocol int    `json:"protocol"`
+	Count    uint64 `json:"count"`
+	PID      uint32 `json:"pid"` // the first process refused
+}
+
+// Kill is one process the kernel killed at a kill rule's match.
+type Kill struct {
+	PID  uint32 `json:"pid"`
+	What string `json:"what"` // exec, write, ptrace
+	Path string `json:"path,omitempty"`
+	// Target is the outside process a ptrace asked for.
+	Target uint32 `json:"target,omitempty"`
+}
+
+// Gate is one exec the exec gate stopped, verified and let go or killed.
+type Gate struct {
+	PID     uint32 `json:"pid"`
+	Path    string `json:"path"`
+	Status  string `json:"status"` // the integrity verdict
+	Allowed bool   `json:"allowed"`
+	WaitNS  int64  `json:"wait_ns"` // from the stop to the verdict
+}
+
+// Usage is what the session's cgroup accounted; Missing names what the
+// hierarchy did not provide.
+type Usage struct {
+	CPUUserNS   int64    `json:"cpu_user_ns"`
+	CPUSystemNS int64    `json:"cpu_system_ns"`
+	MemoryPeak  int64    `json:"memory_peak"`
+	IORead      int64    `json:"io_read"`
+	IOWrite     int64    `json:"io_write"`
+	PidsPeak    int64    `json:"pids_peak"`
+	Missing     []string `json:"missing,omitempty"`
 }

@@ -158,6 +158,7 @@ const (
 	pathEntry                     // a path pattern, or a PathRule mapping
 	commandEntry                  // a command pattern
 	nameEntry                     // a program name glob
+	killEntry                     // a kill rule's path (checkKill)
 )
 
 // listKinds are the file's lists, by key path, and their entries' kind.
@@ -181,6 +182,8 @@ var listKinds = []struct {
 	{[]string{"build_tools"}, nameEntry},
 	{[]string{"agent_programs"}, nameEntry},
 	{[]string{"allowed_programs"}, nameEntry},
+	{[]string{"kill", "exec"}, killEntry},
+	{[]string{"kill", "write"}, killEntry},
 }
 
 // checkEntries checks every entry of every list, each at its own line.
@@ -227,6 +230,8 @@ func checkEntry(k entryKind, e *yaml.Node) error {
 		if _, err = path.Match(e.Value, ""); err != nil {
 			err = fmt.Errorf("program name %q: %w", e.Value, err)
 		}
+	case killEntry:
+		err = checkKill(Kill{Exec: []string{e.Value}})
 	}
 	return err
 }

@@ -112,6 +112,11 @@ type Policy struct {
 	AllowedPrograms []string
 	AllowedPaths    []string
 	Thresholds      Thresholds
+	// Kill and ExecGate apply to isolated runs only (run --isolate):
+	// ExecGate stops every exec of the tree until the integrity check
+	// has judged its binary, and kills a modified one.
+	Kill     Kill
+	ExecGate bool
 
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
@@ -181,6 +186,8 @@ type file struct {
 	AllowedPrograms  []string        `yaml:"allowed_programs"`
 	AllowedPaths     []string        `yaml:"allowed_paths"`
 	Thresholds       *thresholdsFile `yaml:"thresholds"`
+	Kill             *Kill           `yaml:"kill"`
+	ExecGate         *bool           `yaml:"exec_gate"`
 }
 
 type ruleFile struct {
@@ -263,6 +270,16 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.AllowedPaths, f.AllowedPaths)
 	if f.Thresholds != nil {
 		f.Thresholds.apply(&p.Thresholds)
+	}
+	if f.Kill != nil && len(f.Kill.Exec)+len(f.Kill.Write) > 0 {
+		// An empty section (`policy show` writes `exec: []`) is none.
+		p.Kill = *f.Kill
+	}
+	if f.ExecGate != nil {
+		p.ExecGate = *f.ExecGate
+	}
+	if err := checkKill(p.Kill); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := p.compile(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,6 +475,24 @@ func TestFootholdPaths(t *testing.T) {
 		}
 		if _, ok := p.Privilege(tt.path, "/home/dev"); ok != tt.priv {
 			t.Errorf("Privilege(%q) = %v", tt.path, ok)
+		}
+	}
+}
+
+func TestKillSection(t *testing.T) {
+	p, err := Parse([]byte("kill:\n  exec: [/usr/bin/nc]\n  write: [~/.bashrc, /etc/sudoers.d]\nexec_gate: true\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Kill.Exec, []string{"/usr/bin/nc"}) || !slices.Equal(p.Kill.Write, []string{"~/.bashrc", "/etc/sudoers.d"}) || !p.ExecGate {
+		t.Errorf("kill %+v gate %v", p.Kill, p.ExecGate)
+	}
+	if d := Default(); len(d.Kill.Exec)+len(d.Kill.Write) != 0 || d.ExecGate {
+		t.Errorf("the built-in policy kills nothing and gates nothing: %+v %v", d.Kill, d.ExecGate)
+	}
+	for _, bad := range []string{"kill:\n  exec: [nc]\n", "kill:\n  write: [~/.config/*/rc]\n", "kill:\n  sig: [x]\n"} {
+		if _, err := Parse([]byte(bad), "p.yaml"); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }

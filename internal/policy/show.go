@@ -42,6 +42,10 @@ var keyComments = map[string]string{
 	"allowed_programs":   "an allowlist: when set, a program run outside it is unexpected-program",
 	"allowed_paths":      "an allowlist: when set, a path read or written outside it (and the system directories) is unexpected-path",
 	"thresholds":         "the numbers rules compare against",
+	"kill":               "run --isolate only: what the kernel kills a process of the tree for (absolute paths or ~/; a directory covers what lies below it)",
+	"exec":               "binaries the tree may not run",
+	"write":              "files the tree may not open for writing",
+	"exec_gate":          "run --isolate only: every exec waits for the integrity check; a modified binary does not run",
 }
 
 // Marshal writes p as a policy file with comments, one that Parse turns
@@ -104,6 +108,11 @@ func (p *Policy) Marshal() ([]byte, error) {
 		scalar("test_min_duration"), scalar(t.TestMinDuration.String()),
 		scalar("dns_window"), scalar(t.DNSWindow.String()))
 	add(doc, "thresholds", th)
+	kill := &yaml.Node{Kind: yaml.MappingNode}
+	add(kill, "exec", strList(p.Kill.Exec))
+	add(kill, "write", strList(p.Kill.Write))
+	add(doc, "kill", kill)
+	add(doc, "exec_gate", boolNode(p.ExecGate))
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

@@ -9,7 +9,7 @@ import (
 // TestMarshalRoundTrip: the document policy show prints loads back as the
 // same policy, for the built-in one and for one a file changed.
 func TestMarshalRoundTrip(t *testing.T) {
-	custom, err := Parse([]byte("rules:\n  sensitive-read: {enabled: false, severity: low}\negress:\n  allow: ['10.0.0.0/8:5432']\n  dns: false\nallowed_programs: [git, 'go*']\nallowed_paths: ['src/**', '~/.cache/**']\nthresholds:\n  test_min_duration: 1s\n"), "custom.yaml")
+	custom, err := Parse([]byte("rules:\n  sensitive-read: {enabled: false, severity: low}\negress:\n  allow: ['10.0.0.0/8:5432']\n  dns: false\nallowed_programs: [git, 'go*']\nallowed_paths: ['src/**', '~/.cache/**']\nthresholds:\n  test_min_duration: 1s\nkill:\n  exec: [/usr/bin/nc]\n  write: ['~/.bashrc', /etc/sudoers.d]\nexec_gate: true\n"), "custom.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func exported(p *Policy) map[string]any {
 }
 
 func TestCheckReportsEveryProblemWithItsLine(t *testing.T) {
-	data := "version: 1\nrules:\n  sensitive-read: {severity: severe}\n  no-such: {enabled: false}\negress:\n  alow: [x]\n  allow: ['host:x', ok.example]\nthresholds:\n  publish_count: many\nallowed_paths: ['']\ntest_runners: ['go [']\n"
+	data := "version: 1\nrules:\n  sensitive-read: {severity: severe}\n  no-such: {enabled: false}\negress:\n  alow: [x]\n  allow: ['host:x', ok.example]\nthresholds:\n  publish_count: many\nallowed_paths: ['']\ntest_runners: ['go [']\nkill:\n  exec: [nc]\n  sig: [x]\nexec_gate: maybe\n"
 	errs := Check([]byte(data), "p.yaml")
 	want := []string{
 		`p.yaml:3: rule sensitive-read: bad severity "severe"`,
@@ -61,6 +61,9 @@ func TestCheckReportsEveryProblemWithItsLine(t *testing.T) {
 		`p.yaml:9: cannot unmarshal`,
 		`p.yaml:10: allowed_paths: `,
 		`p.yaml:11: test_runners: `,
+		`p.yaml:13: kill.exec: kill: "nc"`,
+		`p.yaml:14: unknown key "sig" in kill`,
+		`p.yaml:15: cannot unmarshal`,
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("got %d errors, want %d: %v", len(errs), len(want), errs)

@@ -18,6 +18,7 @@ import (
 // The test binary doubles as the shim and as a small network client the
 // workload scripts call, so the kernel-tier tests need nothing but sh.
 func TestMain(m *testing.M) {
+	isolateHelpers() // isolate_linux_test.go's modes
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case ShimArg:

@@ -59,6 +59,9 @@ type Options struct {
 	// NoIntegrity skips hashing and judging the executables the tree runs
 	// (integrity_linux.go), for measuring what that costs.
 	NoIntegrity bool
+	// Isolate, for run, runs the command isolated (isolate.go).
+	Isolate *Isolation
+	iso     *isolation // the running isolated session
 }
 
 // Result is what a finished recording left.

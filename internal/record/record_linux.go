@@ -39,6 +39,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.Started != nil {
 		o.Started(w.Meta())
 	}
+	if o.Isolate != nil && o.Mode != "attach" {
+		if o.iso, err = startIsolation(ctx, o, w.Meta()); err != nil {
+			w.Close(nil)
+			return nil, err
+		}
+		defer o.iso.close()
+	}
 	// The shim (polygraph itself, waiting to exec the command) is traced
 	// from before its exec; what its Go runtime does is polygraph's, not
 	// the command's. Only its exit (when the command could not be
@@ -49,6 +56,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	checks := startExecCheck(ctx, o, w)
 	s.Start(func(ev *event.Event) {
 		if shim.owns(ev) {
+			o.iso.shimEvent(ev, w)
 			return
 		}
 		w.Add(ev)
@@ -76,6 +84,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		w.Close(nil)
 		return nil, err
 	}
+	o.iso.collect(w)
 	if err := finish(s, w, &res, o, checks); err != nil {
 		return nil, err
 	}
@@ -212,6 +221,11 @@ func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Opti
 	}
 	cmd := shimCommand(self, o)
 	cmd.ExtraFiles = []*os.File{pr}
+	if err := o.iso.apply(cmd); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, err
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)

@@ -50,10 +50,17 @@ func ShimMain(args []string) int {
 		return 1
 	}
 	ready.Close()
+	// The drop waits for the exec: an isolated shim (run --isolate) needs
+	// its capabilities for guard's mounts first, and in a PID namespace it
+	// stays root as the tree's init and drops them just before it forks
+	// the command (guard.ExecPrepared).
+	var prepare func() error
 	if slices.Contains(opts, shimDropCaps) {
-		if err := dropCaps(); err != nil {
-			fmt.Fprintf(os.Stderr, "polygraph: not running the command: %v (--keep-caps runs it with them)\n", err)
-			return 1
+		prepare = func() error {
+			if err := dropCaps(); err != nil {
+				return &capsError{err}
+			}
+			return nil
 		}
 	}
 	if len(args) == 0 {
@@ -68,10 +75,23 @@ func ShimMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
 		return 126
 	}
-	err = syscall.Exec(path, args, os.Environ())
+	err = execCommand(path, args, os.Environ(), prepare)
+	if ce := (*capsError)(nil); errors.As(err, &ce) {
+		fmt.Fprintf(os.Stderr, "polygraph: %v\n", err)
+		return 1
+	}
 	fmt.Fprintf(os.Stderr, "polygraph: %s: %v\n", args[0], err)
 	if errors.Is(err, syscall.ENOENT) {
 		return 127
 	}
 	return 126
 }
+
+// capsError is a failed capability drop: the command does not run.
+type capsError struct{ err error }
+
+func (e *capsError) Error() string {
+	return fmt.Sprintf("not running the command: %v (--keep-caps runs it with them)", e.err)
+}
+
+func (e *capsError) Unwrap() error { return e.err }

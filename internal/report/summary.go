@@ -38,13 +38,16 @@ type Summary struct {
 	LostTotal    uint64              `json:"lost_total"`
 	LeftRunning  []manifest.Leftover `json:"left_running"`
 	Unavailable  []string            `json:"unavailable,omitempty"`
-	Events       uint64              `json:"events"`
-	rootPID      uint32
-	written      map[string]bool
-	read         map[string]bool
-	hosts        map[string]bool
-	dns          map[string]bool
-	first, last  time.Time
+	// Isolation is what an isolated run (run --isolate) enforced, refused
+	// and used (isolation.go).
+	Isolation   *manifest.Isolation `json:"isolation,omitempty"`
+	Events      uint64              `json:"events"`
+	rootPID     uint32
+	written     map[string]bool
+	read        map[string]bool
+	hosts       map[string]bool
+	dns         map[string]bool
+	first, last time.Time
 }
 
 // NewSummary starts a summary for the tree rooted at rootPID (0 if unknown).
@@ -143,6 +146,7 @@ func (s *Summary) Finish(meta manifest.Meta, left []manifest.Leftover, exitCode 
 	}
 	s.LeftRunning = left
 	s.Unavailable = meta.Unavailable
+	s.Isolation = meta.Isolation
 	if s.FilesWritten == nil {
 		s.FilesWritten = []string{}
 	}
@@ -232,6 +236,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if len(s.Unavailable) > 0 {
 		fmt.Fprintf(&b, "  not recorded on this kernel: %s\n", strings.Join(s.Unavailable, "; "))
 	}
+	writeIsolation(&b, s.Isolation)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 
 	"modernc.org/sqlite"
 )
@@ -306,6 +307,14 @@ func (w *Writer) SetRootPID(pid int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.meta.RootPID = pid
+	w.dirty = true
+}
+
+// SetIsolation records what an isolated session enforced and refused.
+func (w *Writer) SetIsolation(iso *manifest.Isolation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.meta.Isolation = iso
 	w.dirty = true
 }
 

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * polygraph's kill rules and exec gate for one isolated session. Scope is
+ * the session's cgroup v2 (bpf_get_current_cgroup_id against the one id in
+ * session_cg), so a process outside the session costs a map lookup and is
+ * never touched. Everything hangs off tracepoints: on the machines
+ * polygraph runs on, fentry, fmod_ret and LSM programs are refused (a
+ * locked-down kernel refuses them all), so nothing here can make a
+ * syscall fail; it can only kill the caller once the syscall is done.
+ *
+ *  - tp_btf/sched_process_exec kills (SIGKILL) a new image whose binary
+ *    is in kill_exec, or lies below a directory in it, before it runs one
+ *    instruction of user code: the exec itself has happened (the old
+ *    image is gone, the new one is mapped), nothing of it runs. With
+ *    cfg.gate it stops (SIGSTOP) every other new image the same way and
+ *    tells user space through the gate ring buffer, which verifies the
+ *    binary and continues or kills it.
+ *  - tp_btf/sys_exit kills the caller of an open/openat/openat2/creat
+ *    that returned a descriptor open for writing on a file in kill_write
+ *    (or below a directory in it). The open has happened: the file is
+ *    open and, with O_TRUNC, truncated, and with O_CREAT created; the
+ *    process dies on its way back to user space, before it can write.
+ *
+ * Files and directories are matched by (device, inode), which user space
+ * resolves from the rule's paths at start: a hard link or a symlink to a
+ * denied file matches as the file does, and a rule path that does not
+ * exist at start matches nothing. A directory matches what lies below
+ * it on the same file system, up to 16 levels down.
+ */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "syscalls.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define SIGKILL 9
+#define SIGSTOP 19
+#define FMODE_WRITE 0x2
+#define MAX_DEPTH 16
+
+/* f_mode is not in vmlinux_min.h's struct file; read it apart. */
+struct file___enf {
+	unsigned int f_mode;
+} __attribute__((preserve_access_index));
+
+/* A file or directory of a kill rule: its inode and the kernel's
+ * encoding of its device (major << 20 | minor). */
+struct ino_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+/* What a kill was for (struct kill_rec.what). */
+enum { KILL_EXEC = 1, KILL_WRITE = 2, KILL_UNGATED = 3 };
+
+struct cfg {
+	__u32 gate; /* stop every exec for user space to verify */
+	__u32 pad;
+};
+
+struct kill_rec {
+	__u32 what;
+	__u32 pad;
+	__u64 ns;
+	struct ino_key file; /* the file that matched */
+};
+
+struct gate_ev {
+	__u32 pid; /* tgid */
+	__u32 tid;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4);
+	__type(key, __u64);
+	__type(value, __u8);
+} session_cg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct ino_key);
+	__type(value, __u8);
+} kill_exec SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct ino_key);
+	__type(value, __u8);
+} kill_write SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfg);
+} config SEC(".maps");
+
+/* pid (tgid) -> what killed it; the Go side reads it when the session ends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct kill_rec);
+} kills SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} gate SEC(".maps");
+
+/* Keep the types for bpf2go. */
+const struct kill_rec *_unused_kill __attribute__((unused));
+const struct gate_ev *_unused_gate __attribute__((unused));
+const struct ino_key *_unused_key __attribute__((unused));
+const struct cfg *_unused_cfg __attribute__((unused));
+
+static __always_inline int in_session(void)
+{
+	__u64 id = bpf_get_current_cgroup_id();
+	return bpf_map_lookup_elem(&session_cg, &id) != 0;
+}
+
+static __always_inline struct cfg *get_cfg(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&config, &zero);
+}
+
+/* kill sends SIGKILL to the current process and notes why. */
+static __always_inline void kill(__u32 what, struct ino_key *k)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct kill_rec r = {};
+	r.what = what;
+	r.ns = bpf_ktime_get_boot_ns();
+	if (k)
+		r.file = *k;
+	bpf_map_update_elem(&kills, &tgid, &r, BPF_ANY);
+	bpf_send_signal(SIGKILL);
+}
+
+/* matches looks f's inode, then each directory above it on its file
+ * system, up in m; the key of the first match is left in k. */
+static __always_inline int matches(void *m, struct file *f, struct ino_key *k)
+{
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	k->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	k->pad = 0;
+	for (int i = 0; i < MAX_DEPTH && d; i++) {
+		k->ino = BPF_CORE_READ(d, d_inode, i_ino);
+		if (bpf_map_lookup_elem(m, k))
+			return 1;
+		struct dentry *up = BPF_CORE_READ(d, d_parent);
+		if (up == d)
+			break;
+		d = up;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(enforce_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!in_session())
+		return 0;
+	struct ino_key k = {};
+	if (matches(&kill_exec, BPF_CORE_READ(bprm, file), &k)) {
+		kill(KILL_EXEC, &k);
+		return 0;
+	}
+	struct cfg *c = get_cfg();
+	if (!c || !c->gate)
+		return 0;
+	struct gate_ev *e = bpf_ringbuf_reserve(&gate, sizeof(*e), 0);
+	if (!e) {
+		/* Nobody can verify it: fail closed. */
+		kill(KILL_UNGATED, 0);
+		return 0;
+	}
+	__u64 pt = bpf_get_current_pid_tgid();
+	e->pid = pt >> 32;
+	e->tid = (__u32)pt;
+	e->ns = bpf_ktime_get_boot_ns();
+	bpf_send_signal(SIGSTOP);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
+{
+	if (ret < 0)
+		return 0;
+	long nr = SYSNR(regs);
+	if (nr != NR_openat && nr != NR_open && nr != NR_creat && nr != NR_openat2)
+		return 0;
+	if (!in_session())
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct files_struct *files = t->files;
+	if (!files)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if ((unsigned long)ret >= fdt->max_fds)
+		return 0;
+	struct file *f = 0;
+	struct file **fds = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[ret]);
+	if (!f)
+		return 0;
+	struct file___enf *fe = (void *)f;
+	if (!(BPF_CORE_READ(fe, f_mode) & FMODE_WRITE))
+		return 0;
+	struct ino_key k = {};
+	if (matches(&kill_write, f, &k))
+		kill(KILL_WRITE, &k);
+	return 0;
+}

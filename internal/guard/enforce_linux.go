@@ -1,0 +1,217 @@
+package guard
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// killNames maps the BPF program's KILL_* codes to Killed.What.
+var killNames = map[uint32]string{1: "exec", 2: "write", 3: "ungated"}
+
+// enforcer is the loaded kill-rule and exec-gate programs of a session.
+// Its links are not pinned: when polygraph dies the kill rules and the
+// gate go with it (a stopped exec stays stopped until Cleanup kills the
+// session's cgroup).
+type enforcer struct {
+	objs   enforceObjects
+	links  []link.Link
+	rd     *ringbuf.Reader
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	gated  []Gated
+	rules  map[enforceInoKey]string // rule files and directories, for Killed.Path
+}
+
+// attachEnforce loads the programs for the session cgroup at dir and
+// attaches those o asks for.
+func attachEnforce(dir string, o Options) (_ *enforcer, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, fmt.Errorf("session cgroup id: %w", err)
+	}
+	e := &enforcer{}
+	if err := loadEnforceObjects(&e.objs, nil); err != nil {
+		return nil, fmt.Errorf("load the kill and gate programs: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	// A cgroup v2 id is its kernfs inode number.
+	if err := e.objs.SessionCg.Update(st.Ino, uint8(1), ebpf.UpdateAny); err != nil {
+		return nil, fmt.Errorf("session cgroup id: %w", err)
+	}
+	cfg := enforceCfg{}
+	if o.Gate != nil {
+		cfg.Gate = 1
+	}
+	if err := e.objs.Config.Update(uint32(0), &cfg, ebpf.UpdateAny); err != nil {
+		return nil, err
+	}
+	e.rules = map[enforceInoKey]string{}
+	k := o.Kill
+	if k == nil {
+		k = &Kill{}
+	}
+	for _, l := range []struct {
+		m     *ebpf.Map
+		paths []string
+	}{{e.objs.KillExec, k.Exec}, {e.objs.KillWrite, k.Write}} {
+		for _, p := range l.paths {
+			key, err := inoKey(p)
+			if errors.Is(err, os.ErrNotExist) {
+				slog.Warn("kill rule path does not exist; it matches nothing", "path", p)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			e.rules[key] = p
+			if err := l.m.Update(&key, uint8(1), ebpf.UpdateAny); err != nil {
+				return nil, fmt.Errorf("kill rule %s: %w", p, err)
+			}
+		}
+	}
+	// Exec carries the gate too; write costs every syscall exit of the
+	// machine a compare, so it is attached only when there are rules.
+	if len(k.Exec) > 0 || o.Gate != nil {
+		if err := e.attach(e.objs.EnforceExec); err != nil {
+			return nil, err
+		}
+	}
+	if len(k.Write) > 0 {
+		if err := e.attach(e.objs.EnforceOpen); err != nil {
+			return nil, err
+		}
+	}
+	if o.Gate != nil {
+		if e.rd, err = ringbuf.NewReader(e.objs.Gate); err != nil {
+			return nil, fmt.Errorf("gate ring buffer: %w", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		e.cancel = cancel
+		e.wg.Add(1)
+		go e.serveGate(ctx, o.Gate)
+	}
+	return e, nil
+}
+
+func (e *enforcer) attach(p *ebpf.Program) error {
+	l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", p, err)
+	}
+	e.links = append(e.links, l)
+	return nil
+}
+
+// inoKey is the BPF key of a rule path: its inode and its device in the
+// kernel's encoding (major << 20 | minor), not stat's.
+func inoKey(p string) (enforceInoKey, error) {
+	var st unix.Stat_t
+	if !strings.HasPrefix(p, "/") {
+		return enforceInoKey{}, fmt.Errorf("kill rule %q: want an absolute path", p)
+	}
+	if err := unix.Stat(p, &st); err != nil {
+		return enforceInoKey{}, fmt.Errorf("kill rule %s: %w", p, err)
+	}
+	dev := unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
+	return enforceInoKey{Ino: st.Ino, Dev: dev}, nil
+}
+
+// serveGate judges each stopped exec as it comes, each in its own
+// goroutine so a slow hash does not hold up the others.
+func (e *enforcer) serveGate(ctx context.Context, judge GateFunc) {
+	defer e.wg.Done()
+	for {
+		rec, err := e.rd.Read()
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) {
+				slog.Warn("exec gate stopped reading", "err", err)
+			}
+			return
+		}
+		var ev enforceGateEv
+		if len(rec.RawSample) < 16 {
+			continue
+		}
+		ev.Pid = binary.NativeEndian.Uint32(rec.RawSample[0:4])
+		ev.Ns = binary.NativeEndian.Uint64(rec.RawSample[8:16])
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.judge(ctx, judge, ev)
+		}()
+	}
+}
+
+// judge runs the gate on one stopped exec and continues or kills it.
+func (e *enforcer) judge(ctx context.Context, judge GateFunc, ev enforceGateEv) {
+	allow, path, verdict := judge(ctx, ev.Pid)
+	sig := unix.SIGKILL
+	if allow {
+		sig = unix.SIGCONT
+	}
+	err := unix.Kill(int(ev.Pid), sig)
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	g := Gated{PID: ev.Pid, Path: path, Verdict: verdict, Allowed: allow,
+		Wait: time.Duration(ts.Nano() - int64(ev.Ns))}
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		slog.Warn("exec gate could not signal", "pid", ev.Pid, "signal", sig, "err", err)
+	}
+	e.mu.Lock()
+	e.gated = append(e.gated, g)
+	e.mu.Unlock()
+}
+
+func (e *enforcer) gatedSoFar() []Gated {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Gated(nil), e.gated...)
+}
+
+// kills reads what the programs killed.
+func (e *enforcer) kills() ([]Killed, error) {
+	var (
+		pid uint32
+		r   enforceKillRec
+		out []Killed
+	)
+	it := e.objs.Kills.Iterate()
+	for it.Next(&pid, &r) {
+		out = append(out, Killed{PID: pid, What: killNames[r.What], Path: e.rules[r.File]})
+	}
+	return out, it.Err()
+}
+
+func (e *enforcer) close() error {
+	var errs []error
+	for _, l := range e.links {
+		errs = append(errs, l.Close())
+	}
+	e.links = nil
+	if e.rd != nil {
+		errs = append(errs, e.rd.Close())
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	errs = append(errs, e.objs.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,83 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/manifest"
+)
+
+// writeIsolation adds an isolated session's lines to the summary: what
+// was enforced, what was refused or killed, and the tree's resources.
+func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
+	if iso == nil {
+		return
+	}
+	fmt.Fprintf(b, "  isolation  %d paths masked, %d egress entries allowed", len(iso.Masked), len(iso.Egress))
+	if iso.PIDNamespace {
+		b.WriteString(", own PID namespace")
+	}
+	if iso.MemoryMax > 0 {
+		fmt.Fprintf(b, ", memory ≤ %s", bytesText(iso.MemoryMax))
+	}
+	if iso.PidsMax > 0 {
+		fmt.Fprintf(b, ", pids ≤ %d", iso.PidsMax)
+	}
+	b.WriteString("\n")
+	if len(iso.Removed) > 0 {
+		fmt.Fprintf(b, "             removed at start (left by killed sessions): %s\n", listed(iso.Removed, 4))
+	}
+	if len(iso.Denied) > 0 {
+		var dests []string
+		var n uint64
+		for _, d := range iso.Denied {
+			n += d.Count
+			dest := d.Dest
+			if dest == "" {
+				dest = "raw/ICMP socket"
+			}
+			dests = append(dests, d.Hook+" "+dest)
+		}
+		fmt.Fprintf(b, "  refused    %d network attempts: %s\n", n, listed(dests, 5))
+	}
+	for _, k := range iso.Killed {
+		fmt.Fprintf(b, "  killed     pid %d by a kill rule (%s %s)\n", k.PID, k.What, k.Path)
+	}
+	if len(iso.Gated) > 0 {
+		var wait time.Duration
+		var stopped []string
+		for _, g := range iso.Gated {
+			wait += time.Duration(g.WaitNS)
+			if !g.Allowed {
+				stopped = append(stopped, fmt.Sprintf("%s (%s)", g.Path, g.Status))
+			}
+		}
+		fmt.Fprintf(b, "  exec gate  %d execs judged, mean wait %v", len(iso.Gated), (wait / time.Duration(len(iso.Gated))).Round(time.Microsecond))
+		if len(stopped) > 0 {
+			fmt.Fprintf(b, "; killed: %s", listed(stopped, 4))
+		}
+		b.WriteString("\n")
+	}
+	if u := iso.Usage; u != nil {
+		fmt.Fprintf(b, "  resources  cpu %v user, %v system; memory peak %s; io %s read, %s written; pids peak %d\n",
+			time.Duration(u.CPUUserNS).Round(time.Millisecond), time.Duration(u.CPUSystemNS).Round(time.Millisecond),
+			bytesText(u.MemoryPeak), bytesText(u.IORead), bytesText(u.IOWrite), u.PidsPeak)
+		if len(u.Missing) > 0 {
+			fmt.Fprintf(b, "             not accounted here: %s\n", strings.Join(u.Missing, ", "))
+		}
+	}
+}
+
+// bytesText renders a byte count for people.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
