@@ -11,12 +11,13 @@ build:
 # The test command (README). Kernel-tier tests need root and skip without
 # it; the end-to-end tests need the agent CLIs, which `agents` installs.
 # The e2e package runs verbosely into a log so its measured attribution
-# precision and recall are printed (the whole log when it fails).
+# precision and recall and the scenario matrix's table (lines led by
+# "matrix") are printed (the whole log when it fails).
 TESTENV := $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=$${POLYGRAPH_E2E:-1}
 test: agents vet
 	$(TESTENV) $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
-	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -v ./test/e2e >$$log 2>&1; rc=$$?; \
-	grep -E '^(--- |ok|FAIL|PASS)|attribution [a-z]+: precision' $$log; \
+	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -timeout 30m -v ./test/e2e >$$log 2>&1; rc=$$?; \
+	grep -E '^(--- |ok|FAIL|PASS|matrix )|attribution [a-z]+: precision' $$log; \
 	[ $$rc = 0 ] || cat $$log; rm -f $$log; exit $$rc
 
 vet:

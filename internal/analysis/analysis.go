@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tr, err := findTranscript(ctx, o.Transcript, rec.meta)
+	tr, err := findTranscript(ctx, o.Transcript, rec.meta, rec.events)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 
 // findTranscript returns the transcript the option names: none, the one
 // the session's agent wrote (auto), or the file at a path.
-func findTranscript(ctx context.Context, opt string, meta *session.Meta) (*transcript.Transcript, error) {
+func findTranscript(ctx context.Context, opt string, meta *session.Meta, events []*event.Event) (*transcript.Transcript, error) {
 	switch opt {
 	case TranscriptNone:
 		return nil, nil
@@ -216,7 +216,7 @@ func findTranscript(ctx context.Context, opt string, meta *session.Meta) (*trans
 		if meta == nil {
 			return nil, nil
 		}
-		return discover(ctx, meta), nil
+		return discover(ctx, meta, execHomes(events, meta.Home)), nil
 	}
 	return transcript.ParseFileContext(ctx, opt, transcript.Options{})
 }

@@ -3,21 +3,33 @@ package analysis
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // discover finds the transcript the session's agent wrote (where its
-// profile says, or where the traced command told it to): the main
+// profile says, below the session's home or another HOME the traced
+// processes ran with, or where the traced command told it to): the main
 // (non-subagent) file with the most overlap, parsed with its subagents.
-func discover(ctx context.Context, meta *session.Meta) *transcript.Transcript {
-	found, err := transcript.DiscoverCommand(ctx, meta.Command, meta.Home, meta.Cwd, meta.StartedAt, meta.EndedAt)
-	if err != nil {
-		slog.Debug("transcript discovery failed", "error", err)
-		return nil
+func discover(ctx context.Context, meta *session.Meta, homes []string) *transcript.Transcript {
+	var found []transcript.Found
+	for _, home := range append([]string{meta.Home}, homes...) {
+		more, err := transcript.DiscoverCommand(ctx, meta.Command, home, meta.Cwd, meta.StartedAt, meta.EndedAt)
+		if err != nil {
+			slog.Debug("transcript discovery failed", "home", home, "error", err)
+			continue
+		}
+		for _, f := range more {
+			if !slices.ContainsFunc(found, func(g transcript.Found) bool { return g.Path == f.Path }) {
+				found = append(found, f)
+			}
+		}
 	}
+	slices.SortStableFunc(found, func(a, b transcript.Found) int { return a.FirstAt.Compare(b.FirstAt) })
 	found = slices.DeleteFunc(found, func(f transcript.Found) bool { return f.Subagent })
 	if len(found) == 0 {
 		return nil
@@ -37,4 +49,26 @@ func discover(ctx context.Context, meta *session.Meta) *transcript.Transcript {
 		return nil
 	}
 	return tr
+}
+
+// execHomes are the HOMEs the session's exec events recorded other than
+// home, in the order they first appear, at most maxHomes: an agent started
+// under `env -i HOME=…`, `sudo -u` or a CI runner writes its transcript
+// below its own HOME, not polygraph's.
+func execHomes(events []*event.Event, home string) []string {
+	const maxHomes = 8
+	var out []string
+	for _, e := range events {
+		if e.Kind != event.KindExec || e.Process == nil || e.Process.Home == "" {
+			continue
+		}
+		h := filepath.Clean(e.Process.Home)
+		if h == filepath.Clean(home) || h == "/" || !filepath.IsAbs(h) || slices.Contains(out, h) {
+			continue
+		}
+		if out = append(out, h); len(out) == maxHomes {
+			break
+		}
+	}
+	return out
 }

@@ -48,7 +48,7 @@ func Observe(ctx context.Context, o Options) (*baseline.Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := findTranscript(ctx, o.Transcript, rec.meta)
+	tr, err := findTranscript(ctx, o.Transcript, rec.meta, rec.events)
 	if err != nil {
 		return nil, err
 	}

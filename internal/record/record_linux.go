@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,12 +49,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// The shim (polygraph itself, waiting to exec the command) is traced
 	// from before its exec; what its Go runtime does is polygraph's, not
 	// the command's. Only its exit (when the command could not be
-	// started) is a fact about the command. runCommand names its image
-	// once it exists; the sink runs on the sensor's goroutine.
-	var shimImage atomic.Pointer[string]
+	// started) is a fact about the command. runCommand names it once it
+	// exists (shimImages says how its images are known); the sink runs on
+	// the sensor's goroutine.
+	var shim shimImages
 	checks := startExecCheck(ctx, o, w)
 	s.Start(func(ev *event.Event) {
-		if p := shimImage.Load(); p != nil && ev.ExecID == *p && ev.Kind != event.KindExit {
+		if shim.owns(ev) {
 			o.iso.shimEvent(ev, w)
 			return
 		}
@@ -76,7 +76,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if !o.LeaveOnExit {
 			defer startWatchdog(s).release()
 		}
-		res.ExitCode, err = runCommand(ctx, s, w, o, &shimImage)
+		res.ExitCode, err = runCommand(ctx, s, w, o, &shim)
 	}
 	if err != nil {
 		s.Stop()
@@ -208,9 +208,9 @@ func processes(n int) string {
 }
 
 // runCommand starts the command through the shim, tracks it before it
-// execs (naming the shim's image in shimImage), forwards signals, waits
+// execs (naming the shim in shim), forwards signals, waits
 // for it and then lingers.
-func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Options, shimImage *atomic.Pointer[string]) (*int, error) {
+func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Options, shim *shimImages) (*int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find polygraph's own binary: %w", err)
@@ -245,7 +245,7 @@ func runCommand(ctx context.Context, s *sensor.Sensor, w *session.Writer, o Opti
 	start, err := sensor.StartTimeNS(pid)
 	if err == nil {
 		id := event.ExecID(uint32(pid), start)
-		shimImage.Store(&id)
+		shim.set(uint32(pid), id, self)
 		err = s.Track(uint32(pid), start)
 	}
 	if err != nil {

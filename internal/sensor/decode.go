@@ -81,6 +81,11 @@ type Decoder struct {
 	BootOffset time.Time
 	// PageKB is the page size in KiB, for max RSS.
 	PageKB uint64
+	// Home, when set, gives the HOME of process pid's environment, which
+	// an exec event records (Process.Home): the home its "~/" means,
+	// which need not be polygraph's. The live sensor reads it from /proc
+	// (home_linux.go); a decoder of recorded bytes has none.
+	Home func(pid uint32) string
 
 	procs map[uint32]*proc
 	comms map[string]string // interned comm strings: few distinct values
@@ -333,6 +338,9 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	}
 	e.Process.UID = d.u32.Ptr(r.Uid)
 	e.Process.Deleted = r.H.Flags&flagDeleted != 0
+	if d.Home != nil {
+		e.Process.Home = d.Home(r.H.Pid)
+	}
 	return e, nil
 }
 

@@ -136,6 +136,7 @@ func New(opts Options) (*Sensor, error) {
 	}
 	s.dec = NewDecoder(bootOffset())
 	s.dec.PageKB = uint64(os.Getpagesize() / 1024)
+	s.dec.Home = procHome
 	return s, nil
 }
 

@@ -21,6 +21,13 @@
 // request log, requests.jsonl) and logs where they are. An agent run takes
 // one to a few seconds.
 //
+// TestMatrix (matrix_test.go) is the scenario matrix of issue 14: honest
+// and attack scenarios on every agent, with the workspace under /tmp, a
+// user's home or /srv, the agent run as root or as a local user through
+// `sudo polygraph run`, and its HOME inherited or overridden; it prints a
+// table whose lines start with "matrix". It needs sudo and useradd (.ci/run
+// installs sudo) and binds 127.0.0.1:53 for its loopback resolver.
+//
 // RunAgent is the harness: the lead's `polygraph run --` plugs in through
 // Options.Wrapper, which prefixes the agent's command line.
 //
@@ -84,8 +91,33 @@ type Options struct {
 	// Env adds KEY=VALUE pairs to the agent's clean environment.
 	Env []string
 	// Files are created in the project directory before the run, keyed by
-	// path relative to it.
+	// path relative to it. A file that starts with "#!" is made executable,
+	// as a checkout of the project would have it.
 	Files map[string]string
+	// HomeFiles are created in the agent's HOME before the run, keyed by
+	// path relative to it (a developer's credentials, shell rc files).
+	HomeFiles map[string]string
+	// Base is the directory the project directory is created in (default
+	// os.TempDir()): where the workspace lives.
+	Base string
+	// User runs the agent as this account, as `sudo polygraph run` does:
+	// the harness starts the command line (Wrapper, which must begin with
+	// sudo) with the account's credentials, the run's directories are the
+	// account's, and the agent's HOME is the account's home.
+	User *Account
+	// HomeOverride runs the agent under `env -i HOME=<other>`: its HOME is
+	// a directory other than the one the wrapper was started with.
+	HomeOverride bool
+	// Script, when set, gives the scenario's turns once the run's HOME and
+	// project directory exist, for turns that name them.
+	Script func(home, dir string) []fakellm.Turn
+}
+
+// Account is a local user account a run can use.
+type Account struct {
+	Name     string
+	UID, GID int
+	Home     string
 }
 
 // Option sets a field of Options.
@@ -105,6 +137,23 @@ func WithEnv(kv ...string) Option { return func(o *Options) { o.Env = append(o.E
 
 // WithFiles sets Options.Files.
 func WithFiles(files map[string]string) Option { return func(o *Options) { o.Files = files } }
+
+// WithHomeFiles sets Options.HomeFiles.
+func WithHomeFiles(files map[string]string) Option { return func(o *Options) { o.HomeFiles = files } }
+
+// WithBase sets Options.Base.
+func WithBase(dir string) Option { return func(o *Options) { o.Base = dir } }
+
+// WithUser sets Options.User.
+func WithUser(a *Account) Option { return func(o *Options) { o.User = a } }
+
+// WithScript sets Options.Script.
+func WithScript(f func(home, dir string) []fakellm.Turn) Option {
+	return func(o *Options) { o.Script = f }
+}
+
+// WithHomeOverride sets Options.HomeOverride.
+func WithHomeOverride() Option { return func(o *Options) { o.HomeOverride = true } }
 
 // Result is what one agent run left behind.
 type Result struct {
@@ -207,21 +256,29 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	entry := AgentPath(t, agent)
 
 	root := tempDir(t, "polygraph-e2e-"+agent+"-")
-	r := &Result{
-		Agent: agent,
-		Home:  filepath.Join(root, "home"),
-		Dir:   filepath.Join(root, "project"),
+	work := root
+	if o.Base != "" {
+		work = tempDirIn(t, o.Base, "polygraph-e2e-"+agent+"-")
+	}
+	// parentHome is the HOME the wrapper starts with; r.Home the agent's.
+	parentHome := filepath.Join(root, "home")
+	if o.User != nil {
+		parentHome = o.User.Home
+	}
+	r := &Result{Agent: agent, Home: parentHome, Dir: filepath.Join(work, "project")}
+	if o.HomeOverride {
+		r.Home = filepath.Join(root, "althome")
 	}
 	tmp := filepath.Join(root, "tmp")
-	for _, d := range []string{r.Home, r.Dir, tmp} {
+	for _, d := range []string{parentHome, r.Home, r.Dir, tmp} {
 		must(t, os.MkdirAll(d, 0o755))
 	}
-	for name, content := range o.Files {
-		p := filepath.Join(r.Dir, name)
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(content), 0o644))
-	}
+	writeFiles(t, r.Dir, o.Files)
+	writeFiles(t, r.Home, o.HomeFiles)
 
+	if o.Script != nil {
+		sc.Turns = o.Script(r.Home, r.Dir)
+	}
 	sc.Dir = r.Dir
 	srv, err := fakellm.Start(sc)
 	must(t, err)
@@ -280,8 +337,22 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 		t.Fatalf("unknown agent %q (want one of %v)", agent, Agents)
 	}
 	env = append(env, o.Env...)
+	if o.User != nil {
+		env = setEnv(env, "USER", o.User.Name)
+		env = setEnv(env, "LOGNAME", o.User.Name)
+		for _, d := range []string{root, work, r.Home} {
+			must(t, chownTree(d, o.User.UID, o.User.GID))
+		}
+	}
+	r.Env = env
+	if o.User != nil || o.HomeOverride {
+		// The agent's environment is exactly env, whatever sudo or the
+		// wrapper did to theirs; only its HOME differs from the wrapper's.
+		argv = append(append([]string{"/usr/bin/env", "-i"}, env...), argv...)
+		env = setEnv(env, "HOME", parentHome)
+	}
 	argv = append(append([]string(nil), o.Wrapper...), argv...)
-	r.Argv, r.Env = argv, env
+	r.Argv = argv
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
@@ -292,6 +363,9 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Own process group, so a timeout (or a leftover child) is killed whole.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if o.User != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(o.User.UID), Gid: uint32(o.User.GID)}
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 
@@ -499,10 +573,52 @@ func findMini() (string, error) {
 	return dir, nil
 }
 
+// writeFiles creates files under dir, keyed by path relative to it; one
+// that starts with "#!" is executable.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(content, "#!") {
+			mode = 0o755
+		}
+		must(t, os.WriteFile(p, []byte(content), mode))
+	}
+}
+
+// setEnv returns env with key set to value, replacing an earlier setting.
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// chownTree gives dir and everything under it to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
 // tempDir is a fresh directory removed at cleanup, unless POLYGRAPH_E2E_KEEP=1.
 func tempDir(t testing.TB, prefix string) string {
 	t.Helper()
-	d, err := os.MkdirTemp("", prefix)
+	return tempDirIn(t, "", prefix)
+}
+
+// tempDirIn is tempDir in dir ("" for os.TempDir()).
+func tempDirIn(t testing.TB, dir, prefix string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(dir, prefix)
 	must(t, err)
 	// Resolve symlinks so paths match what the agents print and record.
 	if r, err := filepath.EvalSymlinks(d); err == nil {
