@@ -221,6 +221,9 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					}
 					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(k.Execs, 3)))
 				}
+				if k.CPUNS > 0 || k.MaxRSSKB > 0 {
+					saw = append(saw, fmt.Sprintf("cpu %s, peak rss %s", time.Duration(k.CPUNS).Round(time.Millisecond), bytesText(int64(k.MaxRSSKB)<<10)))
+				}
 				if len(k.Writes) > 0 {
 					saw = append(saw, "wrote "+list(k.Writes, 4))
 				}

@@ -67,6 +67,11 @@ func fullReport() *Report {
 			{Kind: transcript.ClaimRan, Text: "I ran it"},
 		}}
 	attr := &correlate.Result{
+		// The session's events in seq order: c1's exits give its resources.
+		Events: []*event.Event{
+			{Seq: 2, Kind: event.KindExit, Process: &event.Process{CPUNS: 200e6, MaxRSSKB: 4096}},
+			{Seq: 4, Kind: event.KindExit, Process: &event.Process{CPUNS: 50e6, MaxRSSKB: 12288}},
+		},
 		ByCall: map[string]*correlate.CallActivity{
 			"c1": {Call: calls[0], RootExit: &event.Event{Kind: event.KindExit, Process: &event.Process{ExitCode: event.Ptr(2), DurationNS: 1500e6}},
 				Execs:  []*event.Event{exec("1-1", "make", "test"), exec("2-1", "go", "test"), exec("2-1", "go", "vet"), exec("2-1", "go", "build")},
@@ -120,7 +125,7 @@ func TestWriteText(t *testing.T) {
 		"\nTOOL CALLS (4)\n" +
 			"! 03:04:05  shell Bash make test  [c1]\n" +
 			"      agent said:  exit 0; result \"ok\"\n" +
-			"      kernel saw:  2 processes, exit 2 after 1.5s: make test, go test, go vet, … 1 more; wrote /p/out.txt; read 2 files; " +
+			"      kernel saw:  2 processes, exit 2 after 1.5s: make test, go test, go vet, … 1 more; cpu 250ms, peak rss 12.0 MiB; wrote /p/out.txt; read 2 files; " +
 			"connected to api.example.com (1.2.3.4:443), [::1]:8080; looked up api.example.com; 1 events after the call returned\n" +
 			"      findings:    F2\n" +
 			"  03:04:06  write Write /p/new.go  [c2]\n" +

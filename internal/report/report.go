@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -69,6 +70,10 @@ type KernelView struct {
 	DNS        []string `json:"dns,omitempty"`
 	Events     int      `json:"events"`
 	Late       int      `json:"late,omitempty"` // events after the call returned
+	// CPUNS and MaxRSSKB are the resources the call's processes used, from
+	// their exit events: CPU time summed, the largest peak RSS.
+	CPUNS    uint64 `json:"cpu_ns,omitempty"`
+	MaxRSSKB uint64 `json:"max_rss_kb,omitempty"`
 	// Integrity is what the integrity check said of each file the call's
 	// execs ran (AddIntegrity); absent for sessions recorded without it.
 	Integrity []ExecIntegrity `json:"integrity,omitempty"`
@@ -116,7 +121,7 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 			v := &ToolCallView{Call: c, Findings: byCall[c.ID]}
 			if attr != nil {
 				if a := attr.ByCall[c.ID]; a != nil {
-					v.Kernel = kernelView(a)
+					v.Kernel = kernelView(a, attr.Events)
 				} else {
 					v.Kernel = &KernelView{}
 				}
@@ -134,7 +139,9 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 	return r
 }
 
-func kernelView(a *correlate.CallActivity) *KernelView {
+// kernelView is what the kernel saw call a do; evs are the session's
+// events in seq order (correlate.Result.Events), where a's seqs are found.
+func kernelView(a *correlate.CallActivity, evs []*event.Event) *KernelView {
 	k := &KernelView{Reads: a.Reads, Writes: a.Writes, DNS: a.DNS, Events: len(a.Events), Late: len(a.Late)}
 	seen := map[string]bool{}
 	for _, e := range a.Execs {
@@ -144,6 +151,13 @@ func kernelView(a *correlate.CallActivity) *KernelView {
 		k.Execs = append(k.Execs, strings.Join(e.Argv(), " "))
 	}
 	k.Processes = len(seen)
+	for _, seq := range a.Events {
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq >= seq })
+		if i < len(evs) && evs[i].Seq == seq && evs[i].Kind == event.KindExit {
+			k.CPUNS += evs[i].CPUNS()
+			k.MaxRSSKB = max(k.MaxRSSKB, evs[i].MaxRSSKB())
+		}
+	}
 	if a.RootExit != nil {
 		k.ExitCode, k.Signal, k.DurationNS = a.RootExit.ExitCode(), a.RootExit.Signal(), a.RootExit.DurationNS()
 	}
