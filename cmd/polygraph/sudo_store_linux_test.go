@@ -111,6 +111,16 @@ exit 0`
 			t.Errorf("%s: uid %d gid %d mode %v, want root, the user's private group %d, %v", c.path, sys.Uid, sys.Gid, st.Mode(), gid, c.mode)
 		}
 	}
+	all, _ := filepath.Glob(filepath.Join(sessions, "*"))
+	for _, f := range all {
+		st, err := os.Lstat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 || st.Mode().Perm()&0o022 != 0 {
+			t.Errorf("%s: uid %d mode %v: every file in the store must be root's and writable by root only", f, sys.Uid, st.Mode())
+		}
+	}
 	before, _ := os.ReadFile(path)
 
 	asUser := func(args ...string) *exec.Cmd {
