@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +72,7 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 		return flushOut(out)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(out, "no sessions in %s\n", filepath.Join(home, "sessions"))
+		fmt.Fprintf(out, "no sessions in %s\n", strings.Join(session.Dirs(home), " or "))
 		return flushOut(out)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -181,7 +181,7 @@ func TestReadVersion1(t *testing.T) {
 func writeVersion1(t *testing.T, evs []*event.Event) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	w, err := newWriter(path, Meta{Mode: "run", Command: []string{"npm", "install"}, StartedAt: t0, EndedAt: t0.Add(time.Second), CleanClose: true})
+	w, err := newWriter(path, Meta{Mode: "run", Command: []string{"npm", "install"}, StartedAt: t0, EndedAt: t0.Add(time.Second), CleanClose: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,13 @@ import (
 	"strconv"
 )
 
-// Home returns the directory sessions live in: $POLYGRAPH_HOME, else the
-// invoking user's ~/.local/share/polygraph. Under sudo that is SUDO_USER's
-// home, not root's, so the user can read their own recordings without
-// sudo. The directory is created if absent, owned by the invoking user.
+// Home returns polygraph's home: $POLYGRAPH_HOME, else the invoking
+// user's ~/.local/share/polygraph. Under sudo that is SUDO_USER's home,
+// not root's, so pins and baselines are the user's. Sessions live in
+// home/sessions, except those recorded under sudo into this default home:
+// those go to the root-owned sudo store (see Dirs and Create), which
+// readers of the default home search too. The directory is created if
+// absent, owned by the invoking user.
 func Home() (string, error) {
 	dir := os.Getenv("POLYGRAPH_HOME")
 	if dir == "" {

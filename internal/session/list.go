@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,7 @@ func (e *AmbiguousError) Error() string {
 
 // Resolve turns a SESSION argument into a file path. ref is "last" (the
 // newest session), a path to an existing file, a session id, or a prefix
-// of exactly one id.
+// of exactly one id. Ids are looked up in every directory of Dirs(home).
 func Resolve(home, ref string) (string, error) {
 	if ref == "" {
 		return "", fmt.Errorf("%w: empty session reference", ErrNoSession)
@@ -47,23 +48,23 @@ func Resolve(home, ref string) (string, error) {
 			return "", fmt.Errorf("%w %s: no such file", ErrNoSession, ref)
 		}
 	}
-	ids, err := ids(home)
+	all, err := stored(home)
 	if err != nil {
 		return "", err
 	}
 	if ref == "last" {
-		if len(ids) == 0 {
-			return "", fmt.Errorf("%w last: no sessions in %s", ErrNoSession, sessionsDir(home))
+		if len(all) == 0 {
+			return "", fmt.Errorf("%w last: no sessions in %s", ErrNoSession, strings.Join(Dirs(home), " or "))
 		}
-		return newest(home, ids), nil
+		return newest(all), nil
 	}
-	var matches []string
-	for _, id := range ids {
-		if id == ref {
-			return sessionPath(home, id), nil
+	var matches []file
+	for _, f := range all {
+		if f.id == ref {
+			return f.path, nil
 		}
-		if strings.HasPrefix(id, ref) {
-			matches = append(matches, id)
+		if strings.HasPrefix(f.id, ref) {
+			matches = append(matches, f)
 		}
 	}
 	switch len(matches) {
@@ -73,34 +74,35 @@ func Resolve(home, ref string) (string, error) {
 		}
 		return "", fmt.Errorf("%w %s (see `polygraph sessions`)", ErrNoSession, ref)
 	case 1:
-		return sessionPath(home, matches[0]), nil
+		return matches[0].path, nil
 	}
-	return "", &AmbiguousError{Prefix: ref, Matches: matches}
+	ids := make([]string, len(matches))
+	for i, m := range matches {
+		ids[i] = m.id
+	}
+	return "", &AmbiguousError{Prefix: ref, Matches: ids}
 }
 
 // newest returns the path of the session that started last. Ids begin
 // with the start time to the second, so only sessions sharing the newest
 // second need their metadata read.
-func newest(home string, ids []string) string {
-	top := ids[len(ids)-1]
-	var tied []string
-	for _, id := range ids {
-		if stamp(id) == stamp(top) {
-			tied = append(tied, id)
+func newest(all []file) string {
+	top := all[len(all)-1]
+	best, bestAt := top.path, time.Time{}
+	for _, f := range all {
+		if stamp(f.id) != stamp(top.id) {
+			continue
 		}
-	}
-	best, bestAt := top, time.Time{}
-	for _, id := range tied {
-		r, err := Open(sessionPath(home, id))
+		r, err := Open(f.path)
 		if err != nil {
 			continue
 		}
 		if at := r.Meta().StartedAt; at.After(bestAt) {
-			best, bestAt = id, at
+			best, bestAt = f.path, at
 		}
 		r.Close()
 	}
-	return sessionPath(home, best)
+	return best
 }
 
 // stamp is the time part of an id, "" when id does not have one.
@@ -112,45 +114,53 @@ func stamp(id string) string {
 	return s
 }
 
-// sessionsDir is where Create puts session files.
+// sessionsDir is where Create puts session files, but for the sudo store.
 func sessionsDir(home string) string { return filepath.Join(home, "sessions") }
 
-// sessionPath is the file of session id.
-func sessionPath(home, id string) string { return filepath.Join(sessionsDir(home), id+".db") }
+// file is a session file found in one of a home's directories.
+type file struct{ id, path string }
 
-// ids lists the session ids in home, sorted; a missing directory holds none.
-func ids(home string) ([]string, error) {
-	entries, err := os.ReadDir(sessionsDir(home))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".db"); ok && !e.IsDir() {
-			out = append(out, id)
+// stored lists the session files of home in every directory of
+// Dirs(home), sorted by id; a missing directory holds none, and so does
+// one the user may not read (another user's, or a sudo store made before
+// this one's rules), with a debug note.
+func stored(home string) ([]file, error) {
+	var out []file
+	for i, dir := range Dirs(home) {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			if i < len(Dirs(home))-1 && errors.Is(err, fs.ErrPermission) {
+				slog.Debug("session: cannot list the sudo store", "dir", dir, "error", err)
+				continue
+			}
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		for _, e := range entries {
+			if id, ok := strings.CutSuffix(e.Name(), ".db"); ok && !e.IsDir() {
+				out = append(out, file{id, filepath.Join(dir, e.Name())})
+			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortStableFunc(out, func(a, b file) int { return cmp.Compare(a.id, b.id) })
 	return out, nil
 }
 
 // List returns every session in home, newest first. A file that cannot be
 // read is listed with ID, Path and Error set instead of failing the list.
 func List(home string) ([]Meta, error) {
-	ids, err := ids(home)
+	all, err := stored(home)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Meta, 0, len(ids))
-	for _, id := range ids {
-		path := sessionPath(home, id)
-		r, err := Open(path)
+	out := make([]Meta, 0, len(all))
+	for _, f := range all {
+		r, err := Open(f.path)
 		if err != nil {
-			m := Meta{ID: id, Path: path, Error: err.Error()}
-			if t, err := time.Parse("20060102T150405", stamp(id)); err == nil {
+			m := Meta{ID: f.id, Path: f.path, Error: err.Error()}
+			if t, err := time.Parse("20060102T150405", stamp(f.id)); err == nil {
 				m.StartedAt = t
 			}
 			out = append(out, m)

@@ -104,15 +104,19 @@ type Writer struct {
 
 // Create starts a new session file <home>/sessions/<id>.db and returns a
 // Writer for it. It fills meta.ID (UTC start time plus 6 random hex
-// digits), meta.Path and meta.StartedAt when they are zero. Under sudo the
-// file, its -wal and -shm companions and any directory Create made belong
-// to the invoking user.
+// digits), meta.Path and meta.StartedAt when they are zero. Under sudo,
+// recording into the invoking user's default home, the file goes to the
+// sudo store instead (<sudo store>/users/<uid>/sessions, see Dirs) and it,
+// its -wal and -shm companions and its directory belong to root, readable
+// by that user only: the traced tree runs as that user and must not be
+// able to rewrite its own record. With any other home under sudo they
+// belong to the invoking user, as before.
 func Create(home string, meta Meta) (*Writer, error) {
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = time.Now()
 	}
-	dir := filepath.Join(home, "sessions")
-	if err := mkdirOwned(dir, 0o700); err != nil {
+	dir, g, err := createDir(home)
+	if err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", dir, describe(err))
 	}
 	var path string
@@ -144,16 +148,19 @@ func Create(home string, meta Meta) (*Writer, error) {
 		removeFiles(path)
 		return nil, fmt.Errorf("create session %s: %w", path, describe(err))
 	}
-	if err := chownToInvoker(path); err != nil {
+	if err := g.own(path); err != nil {
 		return fail(err)
 	}
 	if err := writeReserve(reservePath(path)); err != nil {
 		return fail(err)
 	}
-	if err := chownToInvoker(reservePath(path)); err != nil {
-		return fail(err)
+	// Under a guard the reserve stays root's 0600: nobody else needs it.
+	if g == nil {
+		if err := chownToInvoker(reservePath(path)); err != nil {
+			return fail(err)
+		}
 	}
-	w, err := newWriter(path, meta)
+	w, err := newWriter(path, meta, g)
 	if err != nil {
 		return fail(err)
 	}
@@ -175,7 +182,7 @@ func newID(t time.Time) string {
 // the initial metadata, and starts the pipeline. Its results are not
 // named: a deferred cleanup that read a named w would find it already
 // set to nil by the failing return.
-func newWriter(path string, meta Meta) (*Writer, error) {
+func newWriter(path string, meta Meta, g *guard) (*Writer, error) {
 	// The writer talks to the driver directly rather than through
 	// database/sql: it is the connection's only user, and skipping the
 	// pool's locking and argument conversion is a third of the cost of an
@@ -227,9 +234,11 @@ func newWriter(path string, meta Meta) (*Writer, error) {
 		return nil, err
 	}
 	// The first commit created the -wal and -shm files; SQLite already
-	// gave them the main file's owner when we are root, this makes sure.
+	// gave them the main file's owner and mode when we are root, this
+	// makes sure (and sets a guard's ACL). A reader without write access
+	// uses the -shm read-only (SQLite 3.22+), so a live session reads.
 	for _, p := range []string{path + "-wal", path + "-shm"} {
-		if err := chownToInvoker(p); err != nil {
+		if err := g.own(p); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,276 @@
+package session
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// defaultSudoStore is where sessions recorded under sudo live, one
+// root-owned directory per invoking user: users/<uid>/sessions.
+const defaultSudoStore = "/var/lib/polygraph"
+
+// sudoStore is the root of the sudo store: $POLYGRAPH_SUDO_STORE (for
+// tests and packagers; sudo's env_reset keeps a user from setting it),
+// else /var/lib/polygraph.
+func sudoStore() string {
+	if d := os.Getenv("POLYGRAPH_SUDO_STORE"); d != "" {
+		return d
+	}
+	return defaultSudoStore
+}
+
+// sudoSessionsDir is the directory of uid's sessions in the sudo store.
+func sudoSessionsDir(uid int) string {
+	return filepath.Join(sudoStore(), "users", strconv.Itoa(uid), "sessions")
+}
+
+// defaultHome is the home Home returns without $POLYGRAPH_HOME, "" when
+// $POLYGRAPH_HOME is set or the invoking user has no home.
+func defaultHome() string {
+	if os.Getenv("POLYGRAPH_HOME") != "" {
+		return ""
+	}
+	_, _, _, home := InvokingUser()
+	if home == "" {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Join(home, ".local", "share", "polygraph"))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// isDefault says whether home is the invoking user's default home, the
+// only one the sudo store stands in for: $POLYGRAPH_HOME or any other
+// directory a caller names keeps its sessions in home/sessions.
+func isDefault(home string) bool {
+	d := defaultHome()
+	if d == "" {
+		return false
+	}
+	abs, err := filepath.Abs(home)
+	return err == nil && abs == d
+}
+
+// Dirs returns the directories the sessions of home are read from: for
+// the default home, the invoking user's directory in the sudo store
+// (where `sudo polygraph run` records) and home/sessions; for any other
+// home, home/sessions alone.
+func Dirs(home string) []string {
+	dirs := []string{}
+	if isDefault(home) {
+		if _, uid, _, _ := InvokingUser(); uid != 0 {
+			dirs = append(dirs, sudoSessionsDir(uid))
+		}
+	}
+	return append(dirs, sessionsDir(home))
+}
+
+// guard is how a session recorded as root on behalf of an unprivileged
+// user is protected from that user (and so from anything the traced tree
+// leaves behind): every file and directory belongs to root, and the user
+// is given read access only, through a group only they are in or, without
+// one, a POSIX ACL entry. The user cannot write the file, and cannot
+// delete or replace it, since the directory is not theirs either.
+type guard struct {
+	uid int // the user given read access
+	gid int // a group whose only member is that user; -1: use an ACL
+}
+
+// createDir returns the directory Create writes home's sessions to and
+// the guard their files get (nil: the invoking user owns them, as before).
+// Under sudo, recording into the default home, the directory is the
+// user's in the sudo store, root-owned, created and secured here.
+func createDir(home string) (string, *guard, error) {
+	uid, gid, ok := sudoOwner()
+	if !ok || !isDefault(home) {
+		dir := sessionsDir(home)
+		return dir, nil, mkdirOwned(dir, 0o700)
+	}
+	g := &guard{uid: uid, gid: -1}
+	if privateGroup(uid, gid) {
+		g.gid = gid
+	}
+	root := sudoStore()
+	userDir := filepath.Dir(sudoSessionsDir(uid))
+	if err := os.MkdirAll(filepath.Join(root, "users"), 0o755); err != nil {
+		return "", nil, err
+	}
+	// users/ is searchable, not listable: who records is nobody's business.
+	for _, d := range []struct {
+		path string
+		mode fs.FileMode
+	}{{root, 0o755}, {filepath.Join(root, "users"), 0o711}} {
+		if err := rootDir(d.path, d.mode); err != nil {
+			return "", nil, err
+		}
+	}
+	for _, d := range []string{userDir, sudoSessionsDir(uid)} {
+		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", nil, err
+		}
+		if err := g.apply(d, true); err != nil {
+			return "", nil, err
+		}
+	}
+	return sudoSessionsDir(uid), g, nil
+}
+
+// rootDir makes the existing directory path root's with mode: a directory
+// someone else owns or can write could have its contents swapped.
+func rootDir(path string, mode fs.FileMode) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", path)
+	}
+	if err := os.Lchown(path, 0, 0); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
+
+// apply gives path to root with read access (and search, for a directory)
+// for g's user only. A missing file is not an error: SQLite removes its
+// -wal and -shm files at will. When neither a private group nor an ACL is
+// available the file is left readable by everyone, with a warning: the
+// user must be able to read their session, and it still cannot be
+// written by them.
+func (g *guard) apply(path string, dir bool) error {
+	mode, open := fs.FileMode(0o640), fs.FileMode(0o644)
+	if dir {
+		mode, open = 0o750, 0o755
+	}
+	gid := g.gid
+	if gid < 0 {
+		gid = 0
+	}
+	if err := os.Lchown(path, 0, gid); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("chown %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if g.gid >= 0 {
+		return nil
+	}
+	if err := grantACL(path, g.uid, dir); err != nil {
+		slog.Warn("session: cannot give the invoking user read access with an ACL; the session is readable by every user (but writable only by root)",
+			"path", path, "uid", g.uid, "error", err)
+		if err := os.Chmod(path, open); err != nil {
+			return fmt.Errorf("chmod %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// privateGroup says whether gid is a group whose only member is uid: no
+// other user has it as primary group or is listed in it (the per-user
+// private groups of most distributions).
+func privateGroup(uid, gid int) bool {
+	if gid <= 0 {
+		return false
+	}
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return false
+	}
+	members, found := groupMembers("/etc/group", gid)
+	if !found {
+		return false
+	}
+	for _, m := range members {
+		if m != u.Username {
+			return false
+		}
+	}
+	others, err := primaryUsers("/etc/passwd", gid)
+	if err != nil {
+		return false
+	}
+	for _, o := range others {
+		if o != uid {
+			return false
+		}
+	}
+	return true
+}
+
+// groupMembers returns the listed members of gid in an /etc/group file.
+func groupMembers(file string, gid int) (members []string, found bool) {
+	fields, err := colonFile(file)
+	if err != nil {
+		return nil, false
+	}
+	for _, f := range fields {
+		if len(f) >= 4 && f[2] == strconv.Itoa(gid) {
+			found = true
+			for _, m := range strings.Split(f[3], ",") {
+				if m != "" {
+					members = append(members, m)
+				}
+			}
+		}
+	}
+	return members, found
+}
+
+// primaryUsers returns the uids whose primary group is gid in an
+// /etc/passwd file.
+func primaryUsers(file string, gid int) ([]int, error) {
+	fields, err := colonFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range fields {
+		if len(f) >= 4 && f[3] == strconv.Itoa(gid) {
+			if u, err := strconv.Atoi(f[2]); err == nil {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
+}
+
+// colonFile reads a colon-separated file such as /etc/group.
+func colonFile(file string) ([][]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, strings.Split(line, ":"))
+	}
+	return out, sc.Err()
+}
+
+// own gives a file Create made its owner: the guard's root-and-reader
+// ownership, or without a guard the invoking user under sudo.
+func (g *guard) own(path string) error {
+	if g == nil {
+		return chownToInvoker(path)
+	}
+	return g.apply(path, false)
+}
