@@ -123,6 +123,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w.prune()
+	w.joinRunning()
 	s.Start(w.sink)
 	if o.Ready != nil {
 		o.Ready(w.targets)

@@ -155,3 +155,65 @@ func TestWatchCatchesOutsider(t *testing.T) {
 		t.Errorf("%d agent sessions, want 1: %+v", agentSessions, metas)
 	}
 }
+
+// TestWatchJoinsRunningAgent starts an agent (a copy of sh where Claude
+// Code installs) before watch: watch joins its tree, so its later read of
+// its own credentials is in its session, and no finding.
+func TestWatchJoinsRunningAgent(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	creds := filepath.Join(home, ".claude", ".credentials.json")
+	if err := os.MkdirAll(filepath.Dir(creds), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "node_modules", "@anthropic-ai", "claude-code", "claude")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, sh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ag := exec.Command(bin, "-c", `read x; exec cat "$0"`, creds)
+	in, err := ag.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag.Stdout = io.Discard
+	if err := ag.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ag.Process.Kill(); _ = ag.Wait() })
+	store := t.TempDir()
+	found, stop := startWatch(t, store, []string{home})
+	if _, err := io.WriteString(in, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	for f := range found {
+		t.Errorf("finding for the agent's own read: %+v", f)
+	}
+	metas, err := session.List(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metas {
+		if m.RootPID == ag.Process.Pid {
+			if m.Events < 2 || !m.CleanClose {
+				t.Errorf("joined session %s: %d events, clean %v", m.ID, m.Events, m.CleanClose)
+			}
+			return
+		}
+	}
+	t.Errorf("no session for the running agent %d: %+v", ag.Process.Pid, metas)
+}
