@@ -193,18 +193,26 @@ func (w *watcher) sink(ev *event.Event) {
 	switch {
 	case t != nil:
 		w.add(t, ev)
+		if ev.Kind == event.KindOpen {
+			w.crossRead(t, ev)
+		}
 	case ev.Kind == event.KindExec:
 		if p, ok := agent.Executable(ev.Path, ev.Argv()); ok {
 			w.start(p, ev)
 			return
 		}
-		if len(w.execs) >= maxExecs {
-			clear(w.execs)
-		}
-		w.execs[ev.PID] = execInfo{path: ev.Path, argv: ev.Argv()}
+		w.remember(ev)
 	case ev.Kind == event.KindOpen:
 		w.outsider(ev)
 	}
+}
+
+// remember keeps what an exec said, to name the process later.
+func (w *watcher) remember(ev *event.Event) {
+	if len(w.execs) >= maxExecs {
+		clear(w.execs)
+	}
+	w.execs[ev.PID] = execInfo{path: ev.Path, argv: ev.Argv()}
 }
 
 // start opens the session of a new agent tree rooted at ev's process.
@@ -245,6 +253,8 @@ func (w *watcher) join(t *tree, pid uint32, ev *event.Event) {
 func (w *watcher) add(t *tree, ev *event.Event) {
 	t.w.Add(ev)
 	switch ev.Kind {
+	case event.KindExec:
+		w.remember(ev)
 	case event.KindFork:
 		if c := ev.ChildPID(); c != 0 {
 			t.pids[c] = true
@@ -273,6 +283,25 @@ func (w *watcher) closeTree(t *tree) error {
 	}
 	delete(w.openIDs, sw.Meta().ID)
 	return sw.Close(t.exit)
+}
+
+// crossRead flags an agent's tree opening another agent's store: that
+// reader is outside the store's agent's tree too. The session named is
+// the reading tree's, which holds the open.
+func (w *watcher) crossRead(t *tree, ev *event.Event) {
+	tg, ok := match(w.targets, ev.Path)
+	if !ok || tg.Agent == t.agent {
+		return
+	}
+	info := w.execs[ev.PID]
+	w.emitFinding(Finding{Time: ev.TS, Rule: Rule, Severity: tg.Severity, Agent: tg.Agent, Path: ev.Path, Access: ev.Access,
+		Reader: Reader{PID: ev.PID, PPID: ev.PPID, Comm: ev.Comm, Exe: info.path, Argv: info.argv}, Session: t.w.Meta().ID})
+}
+
+func (w *watcher) emitFinding(f Finding) {
+	if err := w.enc.Encode(f); err != nil {
+		slog.Warn("watch: write finding", "error", err)
+	}
 }
 
 // outsider judges an open of a watched store by a process in no agent
@@ -308,7 +337,5 @@ func (w *watcher) outsider(ev *event.Event) {
 		w.outsiders.Add(ev)
 		f.Session = w.outsiders.Meta().ID
 	}
-	if err := w.enc.Encode(f); err != nil {
-		slog.Warn("watch: write finding", "error", err)
-	}
+	w.emitFinding(f)
 }

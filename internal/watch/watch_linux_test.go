@@ -94,13 +94,23 @@ func TestWatchCatchesOutsider(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	codexAuth := filepath.Join(home, ".codex", "auth.json")
+	if err := os.MkdirAll(filepath.Dir(codexAuth), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(codexAuth, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	store := t.TempDir()
 	found, stop := startWatch(t, store, []string{home})
 
-	// The agent reads its own credentials.
-	if out, err := exec.Command(bin, creds).CombinedOutput(); err != nil {
+	// The agent reads its own credentials, and Codex's: that is outside
+	// Codex's tree.
+	ag := exec.Command(bin, creds, codexAuth)
+	if out, err := ag.CombinedOutput(); err != nil {
 		t.Fatalf("agent: %v %s", err, out)
 	}
+	agentPID := uint32(ag.ProcessState.Pid())
 	cat := exec.Command(catPath, creds)
 	cat.Stdout = io.Discard
 	if err := cat.Run(); err != nil {
@@ -110,12 +120,12 @@ func TestWatchCatchesOutsider(t *testing.T) {
 
 	var got []Finding
 	deadline := time.After(5 * time.Second)
-	for len(got) == 0 {
+	for len(got) < 2 {
 		select {
 		case f := <-found:
 			got = append(got, f)
 		case <-deadline:
-			t.Fatal("no finding for cat reading the planted credentials")
+			t.Fatalf("findings %+v; want cat's read of the planted credentials and the agent's of Codex's", got)
 		}
 	}
 	// Give a stray finding for the agent time to arrive.
@@ -123,7 +133,12 @@ func TestWatchCatchesOutsider(t *testing.T) {
 	for len(found) > 0 {
 		got = append(got, <-found)
 	}
+	var catSeen, crossSeen bool
 	for _, f := range got {
+		if f.Reader.PID == agentPID && f.Agent == "codex" && f.Path == codexAuth && f.Reader.Exe == bin {
+			crossSeen = true
+			continue
+		}
 		if f.Reader.PID != catPID {
 			t.Errorf("finding for pid %d (%s), want only cat's %d: %+v", f.Reader.PID, f.Reader.Exe, catPID, f)
 			continue
@@ -132,6 +147,10 @@ func TestWatchCatchesOutsider(t *testing.T) {
 			f.Reader.Exe != catPath || len(f.Reader.Argv) != 2 || f.Reader.Argv[1] != creds {
 			t.Errorf("finding = %+v, want agent-config-read of %s by %s", f, creds, catPath)
 		}
+		catSeen = true
+	}
+	if !catSeen || !crossSeen {
+		t.Errorf("findings %+v: cat's read seen %v, the agent's read of Codex's store seen %v", got, catSeen, crossSeen)
 	}
 	stop()
 
@@ -144,7 +163,7 @@ func TestWatchCatchesOutsider(t *testing.T) {
 		if m.Mode != "watch" {
 			t.Errorf("session %s has mode %q", m.ID, m.Mode)
 		}
-		if len(m.Command) > 0 && m.Command[0] == bin && strings.HasSuffix(m.Command[len(m.Command)-1], ".credentials.json") {
+		if len(m.Command) > 0 && m.Command[0] == bin && strings.HasSuffix(m.Command[1], ".credentials.json") {
 			agentSessions++
 			if !m.CleanClose || m.Events < 2 {
 				t.Errorf("agent session %s: clean %v, %d events", m.ID, m.CleanClose, m.Events)
