@@ -368,6 +368,8 @@ static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct 
 	return walk_path(__builtin_preserve_access_index(&f->f_path), s, off, flags);
 }
 
+#include "watch.h"
+
 /* ---- process tree ---- */
 
 SEC("tp_btf/sched_process_fork")
@@ -403,16 +405,17 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct proc_info *pi = current_proc();
-	if (!pi)
+	if (!pi && !watch_exec_all())
 		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
 
 	__u64 now = bpf_ktime_get_boot_ns();
-	pi->image_ns = now;
+	if (pi)
+		pi->image_ns = now;
 	struct ev_exec *e = (void *)s->b;
-	__u8 flags = 0;
+	__u8 flags = pi ? 0 : EVF_OUTSIDE;
 	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXEC, now, now);
 	e->uid = p->cred->uid.val;
 	e->_pad0 = 0;
@@ -622,7 +625,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 	}
-	e->h.flags = flags;
+	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	submit_scratch(s, off);
 	if (target && target != t->tgid)
 		report_call(pi, EV_INJECT, CALL_PROC_MEM, target, v.flags, ret, true);
@@ -1177,7 +1180,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	struct proc_info *pi = current_proc();
 	if (!pi)
-		return 0;
+		return watch_open(id, regs, ret);
 #define report(...) report_op(pi, __VA_ARGS__, ret)
 	switch (id) {
 	case NR_openat:

@@ -214,6 +214,13 @@ type polygraphUringVal struct {
 	LastNs uint64
 }
 
+type polygraphWatchKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -225,6 +232,7 @@ const (
 	polygraphMapTracked           = "tracked"
 	polygraphMapUringPend         = "uring_pend"
 	polygraphMapUringSeen         = "uring_seen"
+	polygraphMapWatched           = "watched"
 	polygraphProgHandleExec       = "handle_exec"
 	polygraphProgHandleExit       = "handle_exit"
 	polygraphProgHandleFork       = "handle_fork"
@@ -245,6 +253,7 @@ const (
 	polygraphVarUnusedUring       = "_unused_uring"
 	polygraphVarSensorPgid        = "sensor_pgid"
 	polygraphVarSensorPid         = "sensor_pid"
+	polygraphVarWatchMode         = "watch_mode"
 )
 
 // loadPolygraph returns the embedded CollectionSpec for polygraph.
@@ -311,6 +320,7 @@ type polygraphMapSpecs struct {
 	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
 	UringPend *ebpf.MapSpec `ebpf:"uring_pend"`
 	UringSeen *ebpf.MapSpec `ebpf:"uring_seen"`
+	Watched   *ebpf.MapSpec `ebpf:"watched"`
 }
 
 // polygraphVariableSpecs contains global variables before they are loaded into the kernel.
@@ -328,6 +338,7 @@ type polygraphVariableSpecs struct {
 	UnusedUring *ebpf.VariableSpec `ebpf:"_unused_uring"`
 	SensorPgid  *ebpf.VariableSpec `ebpf:"sensor_pgid"`
 	SensorPid   *ebpf.VariableSpec `ebpf:"sensor_pid"`
+	WatchMode   *ebpf.VariableSpec `ebpf:"watch_mode"`
 }
 
 // polygraphObjects contains all objects after they have been loaded into the kernel.
@@ -357,6 +368,7 @@ type polygraphMaps struct {
 	Tracked   *ebpf.Map `ebpf:"tracked"`
 	UringPend *ebpf.Map `ebpf:"uring_pend"`
 	UringSeen *ebpf.Map `ebpf:"uring_seen"`
+	Watched   *ebpf.Map `ebpf:"watched"`
 }
 
 func (m *polygraphMaps) Close() error {
@@ -368,6 +380,7 @@ func (m *polygraphMaps) Close() error {
 		m.Tracked,
 		m.UringPend,
 		m.UringSeen,
+		m.Watched,
 	)
 }
 
@@ -386,6 +399,7 @@ type polygraphVariables struct {
 	UnusedUring *ebpf.Variable `ebpf:"_unused_uring"`
 	SensorPgid  *ebpf.Variable `ebpf:"sensor_pgid"`
 	SensorPid   *ebpf.Variable `ebpf:"sensor_pid"`
+	WatchMode   *ebpf.Variable `ebpf:"watch_mode"`
 }
 
 // polygraphPrograms contains all programs after they have been loaded into the kernel.

@@ -21,6 +21,9 @@ type Options struct {
 	RingBytes int
 	// QueueLen bounds the decoded events waiting for the sink. Zero means 65536.
 	QueueLen int
+	// Watch turns on watch mode (watch_linux.go): every exec is reported,
+	// and opens of the files given to WatchFiles by any process.
+	Watch bool
 }
 
 // Sink receives decoded events, in order, on one goroutine.

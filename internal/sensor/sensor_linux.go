@@ -99,6 +99,9 @@ func New(opts Options) (*Sensor, error) {
 		}
 	}
 
+	if err := setWatch(spec, opts.Watch); err != nil {
+		return nil, err
+	}
 	s := &Sensor{queue: make(chan *event.Event, opts.QueueLen)}
 	// Drop the optional programs whose hook this kernel lacks, instead of
 	// failing the whole load.
@@ -317,6 +320,11 @@ func (s *Sensor) readLoop() {
 			s.mu.Unlock()
 			slog.Debug("undecodable record", "error", err)
 			continue
+		}
+		if rec.RawSample[1]&flagOutside != 0 {
+			// Watch mode: a process no tree holds; nothing of it is needed
+			// for the next record, and there are many.
+			s.dec.Forget(ev.PID)
 		}
 		s.emit(ev)
 		if ev.Kind == event.KindExit {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/watch"
+)
+
+type watchOptions struct {
+	out     string
+	keep    string
+	maxSize string
+	homes   []string
+}
+
+func init() { commands = append(commands, newWatchCommand) }
+
+func newWatchCommand(g *globalOptions) *cobra.Command {
+	opts := &watchOptions{}
+	cmd := &cobra.Command{
+		Use:   "watch [--out FILE] [--keep 7d] [--max-size 1G]",
+		Short: "Watch the whole system: record every agent, flag readers of agent credentials",
+		Long: `Run until SIGINT or SIGTERM (root). Every process whose executable an agent
+profile recognises, when it starts, is recorded with its tree as its own session
+(mode "watch"; see 'polygraph sessions' and 'polygraph report'). Any process
+outside the agents' trees that opens an agent's credential or config store
+(~/.claude, ~/.codex, ~/.gemini and their credential files, under every home)
+raises agent-config-read, written as one JSON object a line to stdout or --out.
+Watch sessions older than --keep, or past --max-size in total, are deleted at
+start and hourly. See docs/watch.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWatch(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&opts.out, "out", "", "append findings to FILE instead of stdout")
+	cmd.Flags().StringVar(&opts.keep, "keep", "7d", "delete watch sessions older than this (0: keep)")
+	cmd.Flags().StringVar(&opts.maxSize, "max-size", "1G", "delete the oldest watch sessions past this total size (0: no cap)")
+	cmd.Flags().StringSliceVar(&opts.homes, "home", nil, "watch the agent stores under these homes only (default: every home in /etc/passwd, and /root)")
+	return cmd
+}
+
+func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
+	keep, err := watch.ParseAge(opts.keep)
+	if err != nil {
+		return &usageError{err}
+	}
+	size, err := watch.ParseSize(opts.maxSize)
+	if err != nil {
+		return &usageError{err}
+	}
+	home, err := session.Home()
+	if err != nil {
+		return err
+	}
+	out := stdout
+	if opts.out != "" {
+		f, err := os.OpenFile(opts.out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("open findings file: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Keep: keep, MaxSize: size})
+	if err != nil {
+		return err
+	}
+	// Interrupted is how watch ends: that is success.
+	return nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/testenv"
+	"github.com/polygraph/polygraph/internal/watch"
+)
+
+// TestWatchCommand runs `polygraph watch --home H --out FILE` as its own
+// process, has cat read a planted ~/.claude/.credentials.json
+// under H, and ends it with SIGTERM: the finding is one JSON line in
+// FILE, and the verb exits as an interrupted one does.
+func TestWatchCommand(t *testing.T) {
+	testenv.RequireRoot(t)
+	h := t.TempDir()
+	creds := filepath.Join(h, ".claude", ".credentials.json")
+	if err := os.MkdirAll(filepath.Dir(creds), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "findings.jsonl")
+	var stderr bytes.Buffer
+	cmd := polygraphCmd(t, t.TempDir(), "watch", "--home", h, "--out", out, "-v")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The verb logs nothing at start: wait for the sensor by trying.
+	deadline := time.Now().Add(10 * time.Second)
+	var lines []string
+	for len(lines) == 0 && time.Now().Before(deadline) {
+		if err := exec.Command("cat", creds).Run(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if b, err := os.ReadFile(out); err == nil {
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupt {
+		t.Errorf("watch ended with %v, want exit %d; stderr:\n%s", err, exitInterrupt, stderr.String())
+	}
+	if len(lines) == 0 {
+		t.Fatalf("no finding in %s; stderr:\n%s", out, stderr.String())
+	}
+	var f watch.Finding
+	if err := json.Unmarshal([]byte(lines[0]), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Rule != "agent-config-read" || f.Path != creds || !strings.HasSuffix(f.Reader.Exe, "/cat") {
+		t.Errorf("finding = %s", lines[0])
+	}
+}

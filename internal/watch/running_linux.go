@@ -1,0 +1,88 @@
+package watch
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+// joinRunning records the agents already running when watch starts, as
+// attach would: each topmost agent process and its descendants are
+// tracked from now, in a session of their own. What they did before is
+// not recorded. It runs before the sink starts, so the maps are its own.
+func (w *watcher) joinRunning() {
+	parent := map[int]int{}
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, ok := ppidOf(pid); ok {
+			parent[pid] = pp
+			children[pp] = append(children[pp], pid)
+		}
+	}
+	isAgent := func(pid int) (*agent.Profile, []string, bool) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		p, ok := agent.Executable(exe, argv)
+		return p, argv, ok
+	}
+	for pid, pp := range parent {
+		p, argv, ok := isAgent(pid)
+		if !ok || pid == os.Getpid() {
+			continue
+		}
+		if _, _, up := isAgent(pp); up {
+			continue // inside another agent's tree: that one's root takes it
+		}
+		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		sw, err := session.Create(w.o.Home, session.Meta{Mode: "watch", Command: argv, Cwd: cwd, Hostname: w.host,
+			Kernel: w.kernel, RootPID: pid, StartedAt: time.Now(), Unavailable: w.s.Unavailable()})
+		if err != nil {
+			slog.Warn("watch: cannot record running agent", "agent", p.Name, "pid", pid, "error", err)
+			continue
+		}
+		w.openIDs[sw.Meta().ID] = true
+		t := &tree{w: sw, root: uint32(pid), pids: map[uint32]bool{}, agent: p.Name}
+		for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
+			q := todo[0]
+			todo = append(todo, children[q]...)
+			t.pids[uint32(q)] = true
+			w.trees[uint32(q)] = t
+			if start, err := sensor.StartTimeNS(q); err == nil {
+				_ = w.s.Track(uint32(q), start)
+			}
+		}
+		slog.Info("watch: joined running agent", "agent", p.Name, "pid", pid, "processes", len(t.pids), "session", sw.Meta().ID)
+	}
+}
+
+// ppidOf reads pid's parent from /proc/PID/stat.
+func ppidOf(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	return pp, err == nil
+}

@@ -1,0 +1,173 @@
+// Package watch is polygraph's system-wide mode: it recognises agent
+// processes when they exec, records each agent's tree as its own session,
+// and raises agent-config-read when a process outside every agent tree
+// opens an agent's credential or config store (the same-user theft case).
+// Findings stream as JSON lines. Recording needs Linux (watch_linux.go);
+// the store list, the findings and retention build anywhere.
+package watch
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/agent"
+)
+
+// ErrNeedsLinux is what Run returns where there is no kernel sensor.
+var ErrNeedsLinux = errors.New("watch needs Linux (the sensor is eBPF)")
+
+// Rule is the finding watch raises.
+const Rule = "agent-config-read"
+
+// Options say where to store sessions, what to watch and where findings go.
+type Options struct {
+	Home string // session directory root (session.Home())
+	// Homes are the user homes whose agent stores are watched; nil means
+	// every home in /etc/passwd and /root.
+	Homes []string
+	// Out receives one JSON object per finding, one a line.
+	Out io.Writer
+	// Keep and MaxSize bound the watch sessions kept (Prune); zero keeps all.
+	Keep    time.Duration
+	MaxSize int64
+	// PruneEvery is how often retention runs while watching (zero: hourly).
+	PruneEvery time.Duration
+	// Ready, when set, is called once the sensor is attached and the
+	// stores are watched.
+	Ready func(targets []Target)
+}
+
+// Target is one watched file or directory of an agent's store.
+type Target struct {
+	Path     string
+	Agent    string // profile name
+	Severity string // high for credentials, medium for the rest of a store
+	Dir      bool
+	Dev, Ino uint64
+}
+
+// Finding is one JSON line of the stream.
+type Finding struct {
+	Time     time.Time `json:"time"`
+	Rule     string    `json:"rule"`
+	Severity string    `json:"severity"`
+	Agent    string    `json:"agent"`
+	Path     string    `json:"path"`
+	Access   string    `json:"access,omitempty"`
+	Reader   Reader    `json:"reader"`
+	Session  string    `json:"session,omitempty"` // the outsiders session holding the open
+}
+
+// Reader is the process that opened the store.
+type Reader struct {
+	PID  uint32   `json:"pid"`
+	PPID uint32   `json:"ppid"`
+	UID  *uint32  `json:"uid,omitempty"`
+	Comm string   `json:"comm"`
+	Exe  string   `json:"exe,omitempty"`
+	Argv []string `json:"argv,omitempty"`
+}
+
+// Targets lists the agents' credential and config stores that exist under
+// homes: every profile's credential files (globs expanded; a "/**" pattern
+// names its directory) and config directories. Workspace-relative entries
+// are skipped: there is no workspace system-wide.
+func Targets(homes []string) []Target {
+	var out []Target
+	seen := map[string]bool{}
+	add := func(p *agent.Profile, path, sev string) {
+		if seen[path] {
+			return
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return
+		}
+		seen[path] = true
+		t := Target{Path: path, Agent: p.Name, Severity: sev, Dir: fi.IsDir()}
+		t.Dev, t.Ino = fileID(fi)
+		out = append(out, t)
+	}
+	for _, p := range agent.All() {
+		for _, home := range homes {
+			for _, f := range p.Credentials {
+				if strings.HasPrefix(f.Path, "!") {
+					continue
+				}
+				sev := f.Severity
+				if sev == "" {
+					sev = "high"
+				}
+				for _, path := range expand(f.Path, home) {
+					add(p, path, sev)
+				}
+			}
+			for _, d := range p.ConfigDirs {
+				add(p, filepath.Join(home, d), "medium")
+			}
+		}
+	}
+	// Files before directories: the most specific target wins a match.
+	slices.SortStableFunc(out, func(a, b Target) int {
+		switch {
+		case a.Dir == b.Dir:
+			return 0
+		case b.Dir:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// expand turns a profile path into the existing paths it names under home.
+func expand(pat, home string) []string {
+	switch {
+	case strings.HasPrefix(pat, "~/"):
+		pat = filepath.Join(home, pat[2:])
+	case !filepath.IsAbs(pat):
+		return nil
+	}
+	pat = strings.TrimSuffix(pat, "/**")
+	if !strings.ContainsAny(pat, "*?[") {
+		return []string{pat}
+	}
+	m, _ := filepath.Glob(pat)
+	return m
+}
+
+// match returns the target an opened path falls under: the file itself,
+// or the watched directory it is directly in.
+func match(targets []Target, path string) (Target, bool) {
+	dir := filepath.Dir(path)
+	for _, t := range targets {
+		if t.Path == path || t.Dir && t.Path == dir {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// Homes lists the home directories of /etc/passwd that exist, and /root.
+func Homes() []string {
+	out := []string{"/root"}
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 7 || f[5] == "" || f[5] == "/" || slices.Contains(out, f[5]) {
+			continue
+		}
+		if fi, err := os.Stat(f[5]); err == nil && fi.IsDir() {
+			out = append(out, f[5])
+		}
+	}
+	return out
+}

@@ -1,0 +1,341 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/session"
+)
+
+// tree is one agent's process tree, recorded as its own session.
+type tree struct {
+	w     *session.Writer
+	root  uint32
+	pids  map[uint32]bool
+	agent string
+	exit  *int
+	gone  bool // the reaper found no process of it alive
+}
+
+// execInfo is what an outsider's exec said, kept to name a reader that
+// has exited by the time its open is read.
+type execInfo struct {
+	path string
+	argv []string
+}
+
+// maxExecs bounds the outsider execs remembered.
+const maxExecs = 8192
+
+// watcher is the state of one Run; the sensor's sink goroutine owns the
+// maps, Run reads openIDs under mu.
+type watcher struct {
+	o         Options
+	s         *sensor.Sensor
+	targets   []Target
+	trees     map[uint32]*tree
+	execs     map[uint32]execInfo
+	enc       *json.Encoder
+	self      string
+	outsiders *session.Writer
+	host      string
+	kernel    string
+
+	// mu guards everything above against the reaper (the sink holds it
+	// per event: there is no contention worth the finer locks) and openIDs.
+	mu      sync.Mutex
+	openIDs map[string]bool
+}
+
+// reapEvery is how often trees whose processes are gone without an exit
+// record are closed: one that exited before the kernel tracked it (a
+// short-lived agent) never gets one.
+const reapEvery = time.Second
+
+// reap closes the trees whose every process is gone, seen gone on two
+// rounds in a row (an exit record may be on its way).
+func (w *watcher) reap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[*tree]bool{}
+	for _, t := range w.trees {
+		if seen[t] || t.w == nil {
+			continue
+		}
+		seen[t] = true
+		alive := false
+		for pid := range t.pids {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				alive = true
+			}
+		}
+		if alive {
+			t.gone = false
+			continue
+		}
+		if t.gone {
+			if err := w.closeTree(t); err != nil {
+				slog.Warn("watch: close session", "error", err)
+			}
+		}
+		t.gone = true
+	}
+}
+
+// Run watches until ctx ends, then closes every open session.
+func Run(ctx context.Context, o Options) error {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Homes == nil {
+		o.Homes = Homes()
+	}
+	if o.PruneEvery == 0 {
+		o.PruneEvery = time.Hour
+	}
+	s, err := sensor.New(sensor.Options{Watch: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	w := &watcher{o: o, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
+		enc: json.NewEncoder(o.Out), openIDs: map[string]bool{}}
+	w.self, _ = os.Executable()
+	w.host, _ = os.Hostname()
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	w.kernel = unix.ByteSliceToString(uts.Release[:])
+	ids := make([]sensor.FileID, len(w.targets))
+	for i, t := range w.targets {
+		ids[i] = sensor.FileID{Dev: t.Dev, Ino: t.Ino}
+	}
+	if err := s.WatchFiles(ids); err != nil {
+		return err
+	}
+	w.prune()
+	w.joinRunning()
+	s.Start(w.sink)
+	if o.Ready != nil {
+		o.Ready(w.targets)
+	}
+	tick := time.NewTicker(o.PruneEvery)
+	defer tick.Stop()
+	reap := time.NewTicker(reapEvery)
+	defer reap.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-tick.C:
+			w.prune()
+		case <-reap.C:
+			w.reap()
+		}
+	}
+	s.Stop() // the sink has seen everything
+	var errs []error
+	for _, t := range w.trees {
+		if t.w != nil {
+			errs = append(errs, w.closeTree(t))
+		}
+	}
+	if w.outsiders != nil {
+		errs = append(errs, w.outsiders.Close(nil))
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func (w *watcher) prune() {
+	w.mu.Lock()
+	open := make(map[string]bool, len(w.openIDs))
+	for id := range w.openIDs {
+		open[id] = true
+	}
+	w.mu.Unlock()
+	gone, err := Prune(w.o.Home, w.o.Keep, w.o.MaxSize, open, time.Now())
+	if err != nil {
+		slog.Warn("watch: prune", "error", err)
+	} else if len(gone) > 0 {
+		slog.Info("watch: pruned sessions", "count", len(gone))
+	}
+}
+
+// sink routes each event: to its agent's session, to a new one when an
+// agent starts, or, for an outsider's open of a watched store, to a
+// finding.
+func (w *watcher) sink(ev *event.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.trees[ev.PID]
+	if t == nil && ev.Kind != event.KindExit {
+		// A child forked before its agent was tracked: the kernel
+		// reported it only because watch mode is on. Bring it in.
+		if pt := w.trees[ev.PPID]; pt != nil {
+			t = pt
+			w.join(t, ev.PID, ev)
+		}
+	}
+	switch {
+	case t != nil:
+		w.add(t, ev)
+		if ev.Kind == event.KindOpen {
+			w.crossRead(t, ev)
+		}
+	case ev.Kind == event.KindExec:
+		if p, ok := agent.Executable(ev.Path, ev.Argv()); ok {
+			w.start(p, ev)
+			return
+		}
+		w.remember(ev)
+	case ev.Kind == event.KindOpen:
+		w.outsider(ev)
+	}
+}
+
+// remember keeps what an exec said, to name the process later.
+func (w *watcher) remember(ev *event.Event) {
+	if len(w.execs) >= maxExecs {
+		clear(w.execs)
+	}
+	w.execs[ev.PID] = execInfo{path: ev.Path, argv: ev.Argv()}
+}
+
+// start opens the session of a new agent tree rooted at ev's process.
+func (w *watcher) start(p *agent.Profile, ev *event.Event) {
+	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Hostname: w.host,
+		Kernel: w.kernel, RootPID: int(ev.PID), StartedAt: ev.TS, Unavailable: w.s.Unavailable()}
+	if uid := ev.UID(); uid != nil {
+		meta.UID = int(*uid)
+	}
+	sw, err := session.Create(w.o.Home, meta)
+	if err != nil {
+		slog.Warn("watch: cannot record agent", "agent", p.Name, "pid", ev.PID, "error", err)
+		return
+	}
+	w.openIDs[sw.Meta().ID] = true
+	t := &tree{w: sw, root: ev.PID, pids: map[uint32]bool{}, agent: p.Name}
+	w.join(t, ev.PID, ev)
+	w.add(t, ev)
+	slog.Info("watch: recording agent", "agent", p.Name, "pid", ev.PID, "session", sw.Meta().ID)
+}
+
+// join makes pid part of t, in the kernel's tracked set too, so its
+// children are traced from their fork on (as `run` does).
+func (w *watcher) join(t *tree, pid uint32, ev *event.Event) {
+	t.pids[pid] = true
+	w.trees[pid] = t
+	image := uint64(ev.TS.Sub(w.s.Decoder().BootOffset))
+	if ev.Kind != event.KindExec {
+		image, _ = sensor.StartTimeNS(int(pid))
+	}
+	if err := w.s.Track(pid, image); err != nil {
+		slog.Warn("watch: track", "pid", pid, "error", err)
+	}
+}
+
+// add stores ev in t's session and follows the tree's forks and exits;
+// the session closes when the tree's last process exits.
+func (w *watcher) add(t *tree, ev *event.Event) {
+	t.w.Add(ev)
+	switch ev.Kind {
+	case event.KindExec:
+		w.remember(ev)
+	case event.KindFork:
+		if c := ev.ChildPID(); c != 0 {
+			t.pids[c] = true
+			w.trees[c] = t
+		}
+	case event.KindExit:
+		delete(t.pids, ev.PID)
+		delete(w.trees, ev.PID)
+		if ev.PID == t.root && ev.ExitCode() != nil {
+			code := *ev.ExitCode()
+			t.exit = &code
+		}
+		if len(t.pids) == 0 {
+			if err := w.closeTree(t); err != nil {
+				slog.Warn("watch: close session", "error", err)
+			}
+		}
+	}
+}
+
+func (w *watcher) closeTree(t *tree) error {
+	sw := t.w
+	t.w = nil
+	for pid := range t.pids {
+		delete(w.trees, pid)
+	}
+	delete(w.openIDs, sw.Meta().ID)
+	return sw.Close(t.exit)
+}
+
+// crossRead flags an agent's tree opening another agent's store: that
+// reader is outside the store's agent's tree too. The session named is
+// the reading tree's, which holds the open.
+func (w *watcher) crossRead(t *tree, ev *event.Event) {
+	tg, ok := match(w.targets, ev.Path)
+	if !ok || tg.Agent == t.agent {
+		return
+	}
+	info := w.execs[ev.PID]
+	w.emitFinding(Finding{Time: ev.TS, Rule: Rule, Severity: tg.Severity, Agent: tg.Agent, Path: ev.Path, Access: ev.Access,
+		Reader: Reader{PID: ev.PID, PPID: ev.PPID, Comm: ev.Comm, Exe: info.path, Argv: info.argv}, Session: t.w.Meta().ID})
+}
+
+func (w *watcher) emitFinding(f Finding) {
+	if err := w.enc.Encode(f); err != nil {
+		slog.Warn("watch: write finding", "error", err)
+	}
+}
+
+// outsider judges an open of a watched store by a process in no agent
+// tree: another instance of the store's own agent (started before watch)
+// and polygraph itself are routine; anything else is a finding.
+func (w *watcher) outsider(ev *event.Event) {
+	tg, ok := match(w.targets, ev.Path)
+	if !ok {
+		return // a file watched through its directory, but not one of ours (a hard link elsewhere)
+	}
+	info, ok := w.execs[ev.PID]
+	if !ok {
+		info.path, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", ev.PID))
+	}
+	if info.path != "" && info.path == w.self {
+		return
+	}
+	if p, ok := agent.Executable(info.path, info.argv); ok && p.Name == tg.Agent {
+		return
+	}
+	if w.outsiders == nil {
+		var err error
+		w.outsiders, err = session.Create(w.o.Home, session.Meta{Mode: "watch", Command: []string{"polygraph", "watch", "(outsiders)"},
+			Hostname: w.host, Kernel: w.kernel})
+		if err != nil {
+			slog.Warn("watch: outsiders session", "error", err)
+		}
+	}
+	f := Finding{Time: ev.TS, Rule: Rule, Severity: tg.Severity, Agent: tg.Agent, Path: ev.Path,
+		Reader: Reader{PID: ev.PID, PPID: ev.PPID, Comm: ev.Comm, Exe: info.path, Argv: info.argv}}
+	f.Access = ev.Access
+	if w.outsiders != nil {
+		w.outsiders.Add(ev)
+		f.Session = w.outsiders.Meta().ID
+	}
+	w.emitFinding(f)
+}

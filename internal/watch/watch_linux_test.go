@@ -1,0 +1,238 @@
+package watch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/testenv"
+)
+
+// startWatch runs Run in the background with homes watched and returns
+// the findings stream and a stop function (t.Cleanup calls it too) that
+// checks it ended cleanly.
+func startWatch(t *testing.T, store string, homes []string) (<-chan Finding, func()) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan []Target, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Home: store, Homes: homes, Out: pw, Ready: func(ts []Target) { ready <- ts }})
+		pw.Close()
+	}()
+	select {
+	case ts := <-ready:
+		if len(ts) == 0 {
+			t.Fatal("no store watched")
+		}
+	case err := <-done:
+		t.Fatalf("watch: %v", err)
+	}
+	found := make(chan Finding, 64)
+	go func() {
+		defer close(found)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			var f Finding
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+				t.Errorf("finding line %q: %v", sc.Text(), err)
+				continue
+			}
+			found <- f
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("watch ended with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return found, stop
+}
+
+// TestWatchCatchesOutsider plants ~/.claude/.credentials.json under a
+// temp HOME, runs a program installed where Claude Code installs (a copy
+// of cat: the profile knows the agent by its install path) reading it,
+// then a plain cat reading it: only cat is flagged, and the agent's tree
+// is its own watch session.
+func TestWatchCatchesOutsider(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	creds := filepath.Join(home, ".claude", ".credentials.json")
+	if err := os.MkdirAll(filepath.Dir(creds), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte(`{"token":"planted"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "node_modules", "@anthropic-ai", "claude-code", "claude")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	catPath, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat")
+	}
+	b, err := os.ReadFile(catPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	codexAuth := filepath.Join(home, ".codex", "auth.json")
+	if err := os.MkdirAll(filepath.Dir(codexAuth), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(codexAuth, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	found, stop := startWatch(t, store, []string{home})
+
+	// The agent reads its own credentials, and Codex's: that is outside
+	// Codex's tree.
+	ag := exec.Command(bin, creds, codexAuth)
+	if out, err := ag.CombinedOutput(); err != nil {
+		t.Fatalf("agent: %v %s", err, out)
+	}
+	agentPID := uint32(ag.ProcessState.Pid())
+	cat := exec.Command(catPath, creds)
+	cat.Stdout = io.Discard
+	if err := cat.Run(); err != nil {
+		t.Fatal(err)
+	}
+	catPID := uint32(cat.ProcessState.Pid())
+
+	var got []Finding
+	deadline := time.After(5 * time.Second)
+	for len(got) < 2 {
+		select {
+		case f := <-found:
+			got = append(got, f)
+		case <-deadline:
+			t.Fatalf("findings %+v; want cat's read of the planted credentials and the agent's of Codex's", got)
+		}
+	}
+	// Give a stray finding for the agent time to arrive.
+	time.Sleep(300 * time.Millisecond)
+	for len(found) > 0 {
+		got = append(got, <-found)
+	}
+	var catSeen, crossSeen bool
+	for _, f := range got {
+		if f.Reader.PID == agentPID && f.Agent == "codex" && f.Path == codexAuth && f.Reader.Exe == bin {
+			crossSeen = true
+			continue
+		}
+		if f.Reader.PID != catPID {
+			t.Errorf("finding for pid %d (%s), want only cat's %d: %+v", f.Reader.PID, f.Reader.Exe, catPID, f)
+			continue
+		}
+		if f.Rule != Rule || f.Agent != "claude-code" || f.Path != creds || f.Severity != "high" ||
+			f.Reader.Exe != catPath || len(f.Reader.Argv) != 2 || f.Reader.Argv[1] != creds {
+			t.Errorf("finding = %+v, want agent-config-read of %s by %s", f, creds, catPath)
+		}
+		catSeen = true
+	}
+	if !catSeen || !crossSeen {
+		t.Errorf("findings %+v: cat's read seen %v, the agent's read of Codex's store seen %v", got, catSeen, crossSeen)
+	}
+	stop()
+
+	metas, err := session.List(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agentSessions int
+	for _, m := range metas {
+		if m.Mode != "watch" {
+			t.Errorf("session %s has mode %q", m.ID, m.Mode)
+		}
+		if len(m.Command) > 0 && m.Command[0] == bin && strings.HasSuffix(m.Command[1], ".credentials.json") {
+			agentSessions++
+			if !m.CleanClose || m.Events < 2 {
+				t.Errorf("agent session %s: clean %v, %d events", m.ID, m.CleanClose, m.Events)
+			}
+		}
+	}
+	if agentSessions != 1 {
+		t.Errorf("%d agent sessions, want 1: %+v", agentSessions, metas)
+	}
+}
+
+// TestWatchJoinsRunningAgent starts an agent (a copy of sh where Claude
+// Code installs) before watch: watch joins its tree, so its later read of
+// its own credentials is in its session, and no finding.
+func TestWatchJoinsRunningAgent(t *testing.T) {
+	testenv.RequireRoot(t)
+	home := t.TempDir()
+	creds := filepath.Join(home, ".claude", ".credentials.json")
+	if err := os.MkdirAll(filepath.Dir(creds), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "node_modules", "@anthropic-ai", "claude-code", "claude")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, sh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ag := exec.Command(bin, "-c", `read x; exec cat "$0"`, creds)
+	in, err := ag.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag.Stdout = io.Discard
+	if err := ag.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ag.Process.Kill(); _ = ag.Wait() })
+	store := t.TempDir()
+	found, stop := startWatch(t, store, []string{home})
+	if _, err := io.WriteString(in, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	for f := range found {
+		t.Errorf("finding for the agent's own read: %+v", f)
+	}
+	metas, err := session.List(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metas {
+		if m.RootPID == ag.Process.Pid {
+			if m.Events < 2 || !m.CleanClose {
+				t.Errorf("joined session %s: %d events, clean %v", m.ID, m.Events, m.CleanClose)
+			}
+			return
+		}
+	}
+	t.Errorf("no session for the running agent %d: %+v", ag.Process.Pid, metas)
+}
