@@ -267,3 +267,45 @@ func running(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
+
+// TestStormKeepsSecretRead: a storm of opens overflows a tiny main ring,
+// and a read of a planted ~/.aws/credentials in the middle of it is still
+// recorded (the security ring carries it, and the exec and exit of the
+// process that read it), so sensitive-read is raised beside events-lost.
+func TestStormKeepsSecretRead(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plantCredentials(t)
+	storm := fmt.Sprintf("%s __storm /etc/hostname 300000", self)
+	res, evs := recordWith(t, Options{
+		Command: []string{"sh", "-c", fmt.Sprintf("%s & %s & sleep 0.2; cat %s >/dev/null; wait", storm, storm, p.path)},
+		Env:     []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"},
+		Sensor:  sensor.Options{RingBytes: os.Getpagesize()},
+	})
+	t.Logf("%d events stored, lost %v", len(evs), res.Meta.Lost)
+	if res.Meta.Lost["ringbuf"] == 0 {
+		t.Fatalf("no ring buffer loss in the storm: %v", res.Meta.Lost)
+	}
+	if n, ok := res.Meta.Lost["ringbuf-security"]; !ok || n != 0 {
+		t.Errorf("security ring lost %d (recorded %v), want 0", n, ok)
+	}
+	read := find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == p.path })
+	if read == nil {
+		t.Fatal("the secret read in the storm is not recorded")
+	}
+	fs := detect.Run(detect.Input{Events: evs, Meta: res.Meta})
+	sev := map[string]detect.Severity{}
+	for _, f := range fs {
+		if f.Severity.Rank() > sev[f.Rule].Rank() {
+			sev[f.Rule] = f.Severity
+		}
+	}
+	if sev["sensitive-read"].Rank() < detect.SeverityHigh.Rank() {
+		t.Errorf("sensitive-read %v, want high (--fail-on high exits 3); findings %v", sev["sensitive-read"], sev)
+	}
+	if _, ok := sev["events-lost"]; !ok {
+		t.Errorf("no events-lost finding: %v", sev)
+	}
+}
