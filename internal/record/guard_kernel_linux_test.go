@@ -142,7 +142,9 @@ func lineOf(out, prefix string) string {
 }
 
 // TestStormLosesEvents: a ring buffer too small for a storm of opens
-// loses events, the session says how many, and events-lost is high.
+// loses events, the session says how many, and events-lost is raised:
+// medium when only the main ring lost (the security ring kept every exec,
+// fork, exit and sensitive open), high when the queue lost too.
 func TestStormLosesEvents(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -167,8 +169,12 @@ func TestStormLosesEvents(t *testing.T) {
 			f = &fs[i]
 		}
 	}
-	if f == nil || f.Severity != detect.SeverityHigh || !strings.Contains(f.Title, fmt.Sprint(lost)) {
-		t.Fatalf("events-lost finding %+v, want high with %d lost", f, lost)
+	want := detect.SeverityMedium
+	if res.Meta.Lost["queue"] > 0 || res.Meta.Lost["ringbuf-security"] > 0 {
+		want = detect.SeverityHigh
+	}
+	if f == nil || f.Severity != want || !strings.Contains(f.Title, fmt.Sprint(lost)) {
+		t.Fatalf("events-lost finding %+v, want %s with %d lost", f, want, lost)
 	}
 }
 
@@ -305,7 +311,7 @@ func TestStormKeepsSecretRead(t *testing.T) {
 	if sev["sensitive-read"].Rank() < detect.SeverityHigh.Rank() {
 		t.Errorf("sensitive-read %v, want high (--fail-on high exits 3); findings %v", sev["sensitive-read"], sev)
 	}
-	if _, ok := sev["events-lost"]; !ok {
-		t.Errorf("no events-lost finding: %v", sev)
+	if sev["events-lost"] != detect.SeverityMedium {
+		t.Errorf("events-lost %q, want medium (only the main ring lost): %v", sev["events-lost"], sev)
 	}
 }
