@@ -104,12 +104,45 @@ struct {
 	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
-/* lost counts what the kernel side could not deliver: slot 0 records the
- * ring buffer had no room for, slot 1 processes or syscalls the tracking
- * maps had no room for. User space sums the per-CPU values. */
+/* sec_events carries the security-relevant records (process tree, network,
+ * calls at other processes or the kernel, io_uring set-up, opens of the
+ * files in sec_files), so that a storm of ordinary opens filling events
+ * cannot push them out. Its size is set by the loader
+ * (Options.SecRingBytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} sec_events SEC(".maps");
+
+/* file_id names a file by identity: dev in the kernel's encoding
+ * (major << 20 | minor), as ev_path.dev. */
+struct file_id {
+	__u64 ino;
+	__u32 dev;
+	__u32 _pad0;
+};
+
+/* sec_files holds the sensitive files and directories user space found at
+ * start (the policy's sensitive, persistence, privilege and agent-config
+ * paths): an open of one of them, or of a file directly in one of the
+ * directories, goes to sec_events. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct file_id);
+	__type(value, __u8);
+} sec_files SEC(".maps");
+
+/* lost counts what the kernel side could not deliver: slot 0 records
+ * events had no room for, slot 1 processes or syscalls the tracking maps
+ * had no room for, slot 2 records sec_events had no room for. User space
+ * sums the per-CPU values. */
+#define LOST_RING 0
+#define LOST_TRACK 1
+#define LOST_SEC 2
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
@@ -211,17 +244,34 @@ static __always_inline __u64 wakeup(void)
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void submit_scratch(struct scratch *s, __u32 data_len)
+/* wakeup_sec: the security ring's records are rare, so it is asked on
+ * every one of them. */
+static __always_inline __u64 wakeup_sec(void)
+{
+	return bpf_ringbuf_query(&sec_events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* submit_to sends the record in s to sec_events when sec, else to events. */
+static __always_inline void submit_to(struct scratch *s, __u32 data_len, bool sec)
 {
 	__u64 size = DATA_OFF + (data_len & 0x1FFFF);
 	if (size > SCRATCH_SIZE)
 		size = SCRATCH_SIZE;
+	if (sec) {
+		if (bpf_ringbuf_output(&sec_events, s->b, size, wakeup_sec()))
+			count_lost(LOST_SEC);
+		return;
+	}
 	/* Asking the ring how full it is costs a helper call and a read of
 	 * the line the reader writes: only every WAKEUP_EVERY records. */
 	__u64 flags = (++s->nrec & (WAKEUP_EVERY - 1)) ? BPF_RB_NO_WAKEUP : wakeup();
 	if (bpf_ringbuf_output(&events, s->b, size, flags))
-		count_lost(0);
+		count_lost(LOST_RING);
 }
+
+/* submit_scratch sends an ordinary record; submit_sec a security-relevant one. */
+#define submit_scratch(s, n) submit_to(s, n, false)
+#define submit_sec(s, n) submit_to(s, n, true)
 
 /* dentry_links reads d's parent and name pointer, with one probe read
  * where the kernel keeps them close (d_parent is followed by d_name in
@@ -388,16 +438,16 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (bpf_map_update_elem(&tracked, &cpid, &ci, BPF_ANY))
 		count_lost(1);
 
-	struct ev_fork *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_fork *e = bpf_ringbuf_reserve(&sec_events, sizeof(*e), 0);
 	if (!e) {
-		count_lost(0);
+		count_lost(LOST_SEC);
 		return 0;
 	}
 	fill_header(&e->h, bpf_get_current_task_btf(), EV_FORK, now, pi->image_ns);
 	e->child_pid = cpid;
 	e->_pad0 = 0;
 	e->child_image_ns = now;
-	bpf_ringbuf_submit(e, wakeup());
+	bpf_ringbuf_submit(e, wakeup_sec());
 	return 0;
 }
 
@@ -454,7 +504,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		}
 	}
 	e->h.flags = flags;
-	submit_scratch(s, off);
+	submit_sec(s, off);
 	return 0;
 }
 
@@ -469,9 +519,9 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	if (sig->live.counter != 0)
 		return 0; /* a thread exits, the process goes on */
 
-	struct ev_exit *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_exit *e = bpf_ringbuf_reserve(&sec_events, sizeof(*e), 0);
 	if (!e) {
-		count_lost(0);
+		count_lost(LOST_SEC);
 		bpf_map_delete_elem(&tracked, &tgid);
 		return 0;
 	}
@@ -492,7 +542,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		e->rchar = p->ioac.rchar + sig->ioac.rchar;
 		e->wchar = p->ioac.wchar + sig->ioac.wchar;
 	}
-	bpf_ringbuf_submit(e, wakeup());
+	bpf_ringbuf_submit(e, wakeup_sec());
 	bpf_map_delete_elem(&tracked, &tgid);
 	return 0;
 }
@@ -566,13 +616,25 @@ static __always_inline void inode_identity(struct scratch *s, struct inode *ino,
 	e->dev = BPF_CORE_READ(sb, s_dev);
 }
 
+/* sensitive reports whether the file e names, or the directory d is in,
+ * is one of sec_files. */
+static __always_inline bool sensitive(struct ev_path *e, struct dentry *d)
+{
+	struct file_id k = {.ino = e->ino, .dev = e->dev};
+	if (bpf_map_lookup_elem(&sec_files, &k))
+		return true;
+	k.ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	return k.ino && bpf_map_lookup_elem(&sec_files, &k);
+}
+
 /* open_object fills e's object part from the file fd now refers to: its
- * identity and, walked at off, its path. It returns the bytes written.
+ * identity and, walked at off, its path. It returns the bytes written,
+ * and sets *sec when the file is sensitive.
  * The fd was installed by this very call and the task is still in it, so
  * only another thread of the process could have replaced it (close and
  * reopen in between); then the identity and path are still one file's. */
 static __always_inline __u32 open_object(struct task_struct *t, long fd, struct ev_path *e, struct scratch *s,
-					 __u32 off, __u8 *flags)
+					 __u32 off, __u8 *flags, bool *sec)
 {
 	struct file *f = fd_file(t, fd);
 	if (!f)
@@ -582,6 +644,7 @@ static __always_inline __u32 open_object(struct task_struct *t, long fd, struct 
 	struct dentry *d;
 	file_links(s, f, &ino, &vm, &d);
 	inode_identity(s, ino, e);
+	*sec = sensitive(e, d);
 	__u8 wf = 0;
 	__u32 n = walk_from(d, vm, s, off, &wf);
 	e->obj_len = n;
@@ -618,15 +681,16 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->obj_len = 0;
 	e->_pad0 = 0;
 	__u32 target = 0;
+	bool sec = false;
 	if (v.kind == EV_OPEN && ret >= 0) {
-		__u32 n = open_object(t, ret, e, s, off, &flags);
+		__u32 n = open_object(t, ret, e, s, off, &flags, &sec);
 		/* /proc/PID/mem opened for writing: an inject */
 		if (n >= 4 && (v.flags & 3))
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
-	submit_scratch(s, off);
+	submit_to(s, off, sec);
 	if (target && target != t->tgid)
 		report_call(pi, EV_INJECT, CALL_PROC_MEM, target, v.flags, ret, true);
 	return 0;
@@ -811,7 +875,7 @@ static __always_inline int report_sock(struct proc_info *pi, struct op v, long r
 		e->addr_len = n & 0xFFFF;
 	e->proto = sv.proto;
 	e->sock_type = sv.type;
-	submit_scratch(s, n);
+	submit_sec(s, n);
 	return 0;
 }
 
@@ -848,7 +912,7 @@ static __always_inline int report_fastopen(struct proc_info *pi, struct sock *sk
 	__u32 n = connect_addr(sk, v, e, s, uaddr, alen, ret);
 	e->proto = v->proto;
 	e->sock_type = v->type;
-	submit_scratch(s, n);
+	submit_sec(s, n);
 	return 0;
 }
 
@@ -890,7 +954,7 @@ static __always_inline int report_send(struct proc_info *pi, struct sock_view *v
 	e->sock_type = v->type;
 	e->addr_len = n;
 	__builtin_memcpy(&s->b[OFF(0)], sa, 28);
-	submit_scratch(s, n);
+	submit_sec(s, n);
 	return 0;
 }
 
@@ -920,7 +984,7 @@ static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, str
 	if (bpf_probe_read_user(&s->b[OFF(n)], dl & 0x3FF, (void *)buf))
 		dl = 0;
 	e->data_len = dl;
-	submit_scratch(s, n + dl);
+	submit_sec(s, n + dl);
 	return 0;
 }
 
@@ -1036,9 +1100,9 @@ static __always_inline bool initial_pid_ns(void)
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt)
 {
-	struct ev_call *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct ev_call *e = bpf_ringbuf_reserve(&sec_events, sizeof(*e), 0);
 	if (!e) {
-		count_lost(0);
+		count_lost(LOST_SEC);
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_boot_ns();
@@ -1071,7 +1135,7 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 			}
 		}
 	}
-	bpf_ringbuf_submit(e, wakeup());
+	bpf_ringbuf_submit(e, wakeup_sec());
 	return 0;
 }
 

@@ -623,7 +623,7 @@ int BPF_PROG(uring_create, int fd, void *ring, __u32 sq_entries, __u32 cq_entrie
 	struct ev_uring *e = uring_begin(s, (void *)bpf_get_current_task(), pi, IOP_SETUP, 0, fd, 0);
 	e->flags = flags;
 	e->mode = sq_entries;
-	submit_scratch(s, 0);
+	submit_sec(s, 0);
 	return 0;
 }
 

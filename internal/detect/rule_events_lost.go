@@ -24,11 +24,37 @@ func init() {
 // events without knowing what they were.
 const stageUndecodable = "undecodable"
 
+// stageRing and stageSecRing are the sensor's two rings: the main one
+// (ordinary file operations) and the security ring (process tree,
+// network, calls, opens of sensitive files). A session recorded before
+// the security ring existed has no stageSecRing entry.
+const (
+	stageRing    = "ringbuf"
+	stageSecRing = "ringbuf-security"
+)
+
+// ordinaryOnly reports whether everything lost was in the main ring (or
+// undecodable) while the session had a security ring that lost nothing:
+// what is missing are ordinary file operations, never an exec, a connect
+// or a sensitive open.
+func ordinaryOnly(lost map[string]uint64) bool {
+	if n, ok := lost[stageSecRing]; !ok || n != 0 {
+		return false
+	}
+	for st, n := range lost {
+		if n > 0 && st != stageRing && st != stageUndecodable {
+			return false
+		}
+	}
+	return true
+}
+
 // eventsLost is the events-lost rule: one finding per session that lost
 // anything. None of the loss counters knows what it dropped, so a ring
 // buffer, tracking, queue or store loss may hide an exec, a connect or a
 // sensitive open (and a tracking loss a whole process): high. Loss only
-// of undecodable records is medium.
+// of undecodable records is medium, and so is loss only in the main ring
+// of a session whose security ring lost nothing (ordinaryOnly).
 func eventsLost(s *run) []Finding {
 	lost := s.in.Meta.Lost
 	var total uint64
@@ -53,6 +79,12 @@ func eventsLost(s *run) []Finding {
 	}
 	what := "Records the decoder could not read were skipped; what they were is unknown."
 	switch {
+	case sev == s.rule.Severity && lost[stageRing] > 0 && ordinaryOnly(lost):
+		if sev.Rank() > SeverityMedium.Rank() {
+			sev = SeverityMedium
+		}
+		what = "Only the main ring buffer lost records, ordinary file operations; the security ring (execs, forks, exits, " +
+			"network, calls at other processes, opens of sensitive files) lost nothing."
 	case lost["tracking"] > 0:
 		what = "Processes forked while the tracked-pids map was full were not traced at all, nor anything they started; " +
 			"any exec, connect or file access of theirs is missing."

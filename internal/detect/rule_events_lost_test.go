@@ -40,6 +40,14 @@ func TestEventsLost(t *testing.T) {
 			},
 		},
 		{name: "the store's loss", build: session(map[string]uint64{"disk full": 40}), want: []string{"high events-lost"}},
+		{name: "main ring only, security ring intact", build: session(map[string]uint64{"ringbuf": 900, "ringbuf-security": 0, "queue": 0}),
+			want: []string{"medium events-lost"}},
+		{name: "main ring and security ring", build: session(map[string]uint64{"ringbuf": 900, "ringbuf-security": 2}),
+			want: []string{"high events-lost"}},
+		{name: "main ring and queue", build: session(map[string]uint64{"ringbuf": 900, "ringbuf-security": 0, "queue": 1}),
+			want: []string{"high events-lost"}},
+		{name: "main ring, recorded before the security ring", build: session(map[string]uint64{"ringbuf": 900}),
+			want: []string{"high events-lost"}},
 		{name: "undecodable only", build: session(map[string]uint64{"undecodable": 1, "ringbuf": 0}), want: []string{"medium events-lost"}},
 	})
 }

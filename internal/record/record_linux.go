@@ -36,6 +36,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	markSensitive(s, w.Meta().Home)
 	if o.Started != nil {
 		o.Started(w.Meta())
 	}
@@ -139,6 +140,7 @@ func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks 
 	}
 	res.Stats = s.Stats()
 	w.SetLost("ringbuf", res.Stats.RingLost)
+	w.SetLost("ringbuf-security", res.Stats.SecRingLost)
 	w.SetLost("tracking", res.Stats.TrackLost)
 	w.SetLost("queue", res.Stats.Dropped)
 	if res.Stats.BadRecs > 0 {

@@ -133,6 +133,13 @@ type polygraphEvUring struct {
 	FileKey  uint64
 }
 
+type polygraphFileId struct {
+	_    structs.HostLayout
+	Ino  uint64
+	Dev  uint32
+	Pad0 uint32
+}
+
 type polygraphPeerKey struct {
 	_      structs.HostLayout
 	Pid    uint32
@@ -229,6 +236,8 @@ const (
 	polygraphMapLost              = "lost"
 	polygraphMapPeerBytes         = "peer_bytes"
 	polygraphMapScratch           = "scratch"
+	polygraphMapSecEvents         = "sec_events"
+	polygraphMapSecFiles          = "sec_files"
 	polygraphMapTracked           = "tracked"
 	polygraphMapUringPend         = "uring_pend"
 	polygraphMapUringSeen         = "uring_seen"
@@ -317,6 +326,8 @@ type polygraphMapSpecs struct {
 	Lost      *ebpf.MapSpec `ebpf:"lost"`
 	PeerBytes *ebpf.MapSpec `ebpf:"peer_bytes"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
+	SecEvents *ebpf.MapSpec `ebpf:"sec_events"`
+	SecFiles  *ebpf.MapSpec `ebpf:"sec_files"`
 	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
 	UringPend *ebpf.MapSpec `ebpf:"uring_pend"`
 	UringSeen *ebpf.MapSpec `ebpf:"uring_seen"`
@@ -365,6 +376,8 @@ type polygraphMaps struct {
 	Lost      *ebpf.Map `ebpf:"lost"`
 	PeerBytes *ebpf.Map `ebpf:"peer_bytes"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
+	SecEvents *ebpf.Map `ebpf:"sec_events"`
+	SecFiles  *ebpf.Map `ebpf:"sec_files"`
 	Tracked   *ebpf.Map `ebpf:"tracked"`
 	UringPend *ebpf.Map `ebpf:"uring_pend"`
 	UringSeen *ebpf.Map `ebpf:"uring_seen"`
@@ -377,6 +390,8 @@ func (m *polygraphMaps) Close() error {
 		m.Lost,
 		m.PeerBytes,
 		m.Scratch,
+		m.SecEvents,
+		m.SecFiles,
 		m.Tracked,
 		m.UringPend,
 		m.UringSeen,

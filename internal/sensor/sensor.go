@@ -19,6 +19,10 @@ type Options struct {
 	// RingBytes is the ring buffer size (a power of two, multiple of the
 	// page size). Zero means 16 MiB.
 	RingBytes int
+	// SecRingBytes is the security ring's size (the rare, security-relevant
+	// records: process tree, network, calls, sensitive opens). Zero means
+	// 4 MiB.
+	SecRingBytes int
 	// QueueLen bounds the decoded events waiting for the sink. Zero means 65536.
 	QueueLen int
 	// Watch turns on watch mode (watch_linux.go): every exec is reported,
@@ -31,8 +35,10 @@ type Sink func(*event.Event)
 
 // Stats are the sensor's loss counters.
 type Stats struct {
-	RingLost  uint64 // records the kernel could not put in the ring buffer
-	TrackLost uint64 // processes or syscalls the tracking maps had no room for
-	Dropped   uint64 // decoded events the sink could not keep up with
-	BadRecs   uint64 // records that did not decode
+	RingLost uint64 // records the kernel could not put in the ring buffer
+	// SecRingLost counts records the kernel could not put in the security ring.
+	SecRingLost uint64
+	TrackLost   uint64 // processes or syscalls the tracking maps had no room for
+	Dropped     uint64 // decoded events the sink could not keep up with
+	BadRecs     uint64 // records that did not decode
 }

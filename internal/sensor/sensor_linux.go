@@ -30,6 +30,9 @@ type Sensor struct {
 	peerBytes   *ebpf.Map
 	links       []link.Link
 	reader      *ringbuf.Reader
+	secReader   *ringbuf.Reader // the security ring (secring_linux.go)
+	pend        []secRec        // security records waiting for the merge
+	secSeen     uint64          // boot time of the last look at the security ring
 	dec         *Decoder
 	queue       chan *event.Event
 	unavailable []string
@@ -67,6 +70,9 @@ func New(opts Options) (*Sensor, error) {
 	if opts.RingBytes == 0 {
 		opts.RingBytes = 16 << 20
 	}
+	if opts.SecRingBytes == 0 {
+		opts.SecRingBytes = 4 << 20
+	}
 	if opts.QueueLen == 0 {
 		opts.QueueLen = 65536
 	}
@@ -89,6 +95,7 @@ func New(opts Options) (*Sensor, error) {
 	}
 	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
 	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+	spec.Maps["sec_events"].MaxEntries = uint32(opts.SecRingBytes)
 	// The kernel side tells a signal aimed at polygraph by its pid and
 	// process group.
 	for name, v := range map[string]uint32{"sensor_pid": uint32(os.Getpid()), "sensor_pgid": uint32(unix.Getpgrp())} {
@@ -136,6 +143,10 @@ func New(opts Options) (*Sensor, error) {
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	if err := s.newSecReader(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open the security ring buffer: %w", err)
 	}
 	s.dec = NewDecoder(bootOffset())
 	s.dec.PageKB = uint64(os.Getpagesize() / 1024)
@@ -289,53 +300,83 @@ func (s *Sensor) emit(ev *event.Event) {
 // kernel did not wake it (it wakes it only once WAKEUP_BYTES wait).
 const drainEvery = 50 * time.Millisecond
 
+// readLoop reads both rings until Stop, merging them (secring_linux.go):
+// each round it takes the security ring's waiting records, then reads the
+// main ring (waiting up to drainEvery for its first record when nothing is
+// held), handing on each held security record before the first main
+// record later than it.
 func (s *Sensor) readLoop() {
 	var rec ringbuf.Record
-	s.reader.SetDeadline(time.Now().Add(drainEvery))
 	for {
-		err := s.reader.ReadInto(&rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			s.reader.SetDeadline(time.Now().Add(drainEvery))
+		s.readSec()
+		wait := drainEvery
+		if len(s.pend) > 0 {
+			wait = mergeSlack
+		}
+		s.reader.SetDeadline(time.Now().Add(wait))
+		var err error
+		for n := 0; n < mainBatch; n++ {
+			before := bootNS()
+			if err = s.reader.ReadInto(&rec); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					// The main ring was empty at before: what it
+					// will still get is later.
+					s.emitSecBefore(before - uint64(mergeSlack))
+				}
+				break
+			}
+			s.reader.SetDeadline(time.Now())
+			ts := recTS(rec.RawSample)
+			if ts > s.secSeen {
+				s.readSec()
+			}
+			s.emitSecBefore(ts)
+			s.handle(rec.RawSample)
+		}
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
 		}
-		if err != nil {
-			if errors.Is(err, ringbuf.ErrFlushed) {
-				// Tracing stopped: the processes still alive get their
-				// byte counters now.
-				s.final = true
-				s.drainPeers(0, nil)
-				s.drainRing(0)
-				return
-			}
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return
-			}
-			slog.Warn("ring buffer read failed", "error", err)
+		if errors.Is(err, ringbuf.ErrFlushed) {
+			// Tracing stopped: the rest of the security ring, then the
+			// processes still alive get their byte counters now.
+			s.final = true
+			s.readSec()
+			s.emitSecBefore(^uint64(0))
+			s.drainPeers(0, nil)
+			s.drainRing(0)
 			return
 		}
-		ev, err := s.dec.Decode(rec.RawSample)
-		if err != nil {
-			s.mu.Lock()
-			s.badRecs++
-			s.mu.Unlock()
-			slog.Debug("undecodable record", "error", err)
-			continue
+		if !errors.Is(err, ringbuf.ErrClosed) {
+			slog.Warn("ring buffer read failed", "error", err)
 		}
-		if rec.RawSample[1]&flagOutside != 0 {
-			// Watch mode: a process no tree holds; nothing of it is needed
-			// for the next record, and there are many.
-			s.dec.Forget(ev.PID)
+		return
+	}
+}
+
+// handle decodes one record and hands its event on.
+func (s *Sensor) handle(raw []byte) {
+	ev, err := s.dec.Decode(raw)
+	if err != nil {
+		s.mu.Lock()
+		s.badRecs++
+		s.mu.Unlock()
+		slog.Debug("undecodable record", "error", err)
+		return
+	}
+	if raw[1]&flagOutside != 0 {
+		// Watch mode: a process no tree holds; nothing of it is needed
+		// for the next record, and there are many.
+		s.dec.Forget(ev.PID)
+	}
+	s.emit(ev)
+	if ev.Kind == event.KindExit {
+		// Draining walks the whole map (every bucket of it, however
+		// empty): only for a process the kernel says has counters.
+		if raw[1]&flagPeers != 0 {
+			s.drainPeers(ev.PID, ev)
 		}
-		s.emit(ev)
-		if ev.Kind == event.KindExit {
-			// Draining walks the whole map (every bucket of it, however
-			// empty): only for a process the kernel says has counters.
-			if rec.RawSample[1]&flagPeers != 0 {
-				s.drainPeers(ev.PID, ev)
-			}
-			s.drainRing(ev.PID)
-			s.dec.Forget(ev.PID)
-		}
+		s.drainRing(ev.PID)
+		s.dec.Forget(ev.PID)
 	}
 }
 
@@ -380,7 +421,7 @@ func (s *Sensor) drainPeers(pid uint32, like *event.Event) {
 // Stats reads the loss counters.
 func (s *Sensor) Stats() Stats {
 	var st Stats
-	for slot, dst := range []*uint64{&st.RingLost, &st.TrackLost} {
+	for slot, dst := range []*uint64{&st.RingLost, &st.TrackLost, &st.SecRingLost} {
 		var vals []uint64
 		if err := s.lost.Lookup(uint32(slot), &vals); err == nil {
 			for _, v := range vals {
@@ -399,6 +440,9 @@ func (s *Sensor) Stats() Stats {
 func (s *Sensor) Stop() {
 	s.stopOnce.Do(func() {
 		s.closeLinks()
+		if s.secReader != nil {
+			s.secReader.Flush()
+		}
 		if s.reader != nil {
 			s.reader.Flush()
 		}
@@ -419,6 +463,9 @@ func (s *Sensor) Close() error {
 	s.closeLinks()
 	if s.reader != nil {
 		s.reader.Close()
+	}
+	if s.secReader != nil {
+		s.secReader.Close()
 	}
 	if s.coll != nil {
 		s.coll.Close()

@@ -1,0 +1,141 @@
+package sensor
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// The security ring (sec_events) carries the rare, security-relevant
+// records (process tree, network, calls at other processes or the kernel,
+// io_uring set-up, opens of the files MarkSensitive named), so that a storm
+// of ordinary opens overflowing the main ring cannot push them out. The
+// reader merges the two rings into one stream in timestamp order: it holds
+// a security record back until the main ring has been read past its time
+// (the main ring found empty after it, or a main record later than it
+// read), so an exit never overtakes its process's last opens; and before
+// handing on a main record later than its last look at the security ring
+// it looks again, so a record committed before that main record (an
+// inject before the target's reads) is never overtaken by it. Records that
+// took longer than mergeSlack between their timestamp and their commit can
+// still come out of order.
+
+// mergeSlack is how long a record may take from its timestamp to its
+// commit for the merge to place it in order.
+const mergeSlack = 2 * time.Millisecond
+
+// mainBatch bounds the main-ring records read between two looks at the
+// security ring, so a storm on the main ring cannot starve it.
+const mainBatch = 4096
+
+// secRec is a security-ring record held for the merge.
+type secRec struct {
+	ts  uint64
+	raw []byte
+}
+
+// recTS is a record's boot-clock timestamp (ev_header.ts).
+func recTS(raw []byte) uint64 {
+	if len(raw) < 24 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(raw[16:24])
+}
+
+// bootNS is the boot clock now, the clock of the records' timestamps.
+func bootNS() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// readSec takes every record waiting in the security ring into s.pend,
+// in timestamp order. It never blocks.
+func (s *Sensor) readSec() {
+	if s.secReader == nil {
+		return
+	}
+	s.secSeen = bootNS()
+	if s.secReader.AvailableBytes() == 0 {
+		return // no syscall: this runs before most main records of a storm
+	}
+	s.secReader.SetDeadline(time.Now())
+	n := len(s.pend)
+	for {
+		var rec ringbuf.Record
+		if err := s.secReader.ReadInto(&rec); err != nil {
+			break
+		}
+		s.pend = append(s.pend, secRec{recTS(rec.RawSample), rec.RawSample})
+	}
+	if len(s.pend) > n {
+		slices.SortStableFunc(s.pend, func(a, b secRec) int {
+			switch {
+			case a.ts < b.ts:
+				return -1
+			case a.ts > b.ts:
+				return 1
+			}
+			return 0
+		})
+	}
+}
+
+// emitSecBefore hands on the held security records older than ts.
+func (s *Sensor) emitSecBefore(ts uint64) {
+	i := 0
+	for i < len(s.pend) && s.pend[i].ts <= ts {
+		s.handle(s.pend[i].raw)
+		i++
+	}
+	if i > 0 {
+		s.pend = slices.Delete(s.pend, 0, i)
+	}
+}
+
+// MarkSensitive puts the file identity of each existing path into the
+// kernel's sec_files map: an open of such a file, or of a file directly
+// in such a directory, goes to the security ring. It returns how many it
+// put. The identity is the one stat gives, which is the kernel's for the
+// usual file systems (not for btrfs subvolumes, whose stat device is not
+// the superblock's, nor overlayfs lower files).
+func (s *Sensor) MarkSensitive(paths []string) int {
+	m := s.coll.Maps["sec_files"]
+	if m == nil {
+		return 0
+	}
+	n := 0
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			continue
+		}
+		k := polygraphFileId{Ino: st.Ino, Dev: unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)}
+		if err := m.Update(&k, uint8(1), ebpf.UpdateAny); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			break // full
+		}
+		n++
+	}
+	return n
+}
+
+// newSecReader opens the security ring's reader.
+func (s *Sensor) newSecReader() error {
+	r, err := ringbuf.NewReader(s.coll.Maps["sec_events"])
+	if err != nil {
+		return err
+	}
+	s.secReader = r
+	return nil
+}
