@@ -114,11 +114,16 @@ func (s *facts) callExecs(id string) []int32 {
 // command of command set set, leaving out those run by another match (npm
 // test → sh -c jest → node jest is one run).
 func (s *facts) topMatches(nums []int32, set *commandSet) []*event.Event {
+	return s.topmostWhere(nums, func(n int32, _ *event.Event) bool { return s.runs(set, n) })
+}
+
+// topmostWhere returns the exec events numbered nums (ascending) that match
+// says yes to, leaving out those with a matching ancestor: one run each.
+func (s *facts) topmostWhere(nums []int32, match func(n int32, e *event.Event) bool) []*event.Event {
 	matched := map[string]bool{}
 	var all []*event.Event
 	for _, n := range nums {
-		if s.runs(set, n) {
-			e := s.events[s.execs[n]]
+		if e := s.events[s.execs[n]]; match(n, e) {
 			matched[e.ExecID] = true
 			all = append(all, e)
 		}

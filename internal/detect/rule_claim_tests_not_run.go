@@ -162,22 +162,9 @@ func ranTests(s *run, id string) bool {
 // (ascending), leaving out those inside another (npm test → sh -c jest →
 // node jest is one run).
 func (s *facts) testRuns(nums []int32) []*event.Event {
-	matched := map[string]bool{}
-	var all []*event.Event
-	for _, n := range nums {
-		e := s.events[s.execs[n]]
-		if s.runs(cmdTestRunner, n) || s.testEntry(e) != "" || s.ranTestFiles(e) {
-			matched[e.ExecID] = true
-			all = append(all, e)
-		}
-	}
-	var out []*event.Event
-	for _, e := range all {
-		if !s.tree.HasAncestor(e.ExecID, func(p *lineage.Image) bool { return matched[p.ID] }) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.topmostWhere(nums, func(n int32, e *event.Event) bool {
+		return s.runs(cmdTestRunner, n) || s.testEntry(e) != "" || s.ranTestFiles(e)
+	})
 }
 
 // testEntryNames are the base names of a project's own test scripts, and
