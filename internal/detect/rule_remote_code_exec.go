@@ -86,15 +86,7 @@ func downloadedRun(s *run, e *event.Event, lastWrite func(string) *event.Event, 
 		return Finding{}, false
 	}
 	done[target] = true
-	_, writer := s.actor(w)
-	call, runner := s.actor(e)
-	if call == "" {
-		call = s.callOf(w)
-	}
-	how := "executed"
-	if viaInterp {
-		how = "run by `" + path.Base(e.Path) + "`"
-	}
+	call, writer, runner, how := s.ranWritten(w, e, viaInterp)
 	tree := s.summarize(s.tree.Subtree(e.ExecID), nil)
 	detail := fmt.Sprintf("%s was written by %s, which had received it from the network, then %s by %s. That execution %s.",
 		s.display(target), writer, how, runner, tree)

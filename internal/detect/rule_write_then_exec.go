@@ -103,15 +103,7 @@ func writtenExecuted(s *run, w, e *event.Event, target string, viaInterp bool) F
 		sev = SeverityHigh
 		why = append(why, "what it ran reached outside the allowlist, read credentials or touched persistence or privilege paths")
 	}
-	_, writer := s.actor(w)
-	call, runner := s.actor(e)
-	if call == "" {
-		call = s.callOf(w)
-	}
-	how := "executed"
-	if viaInterp {
-		how = "run by `" + path.Base(e.Path) + "`"
-	}
+	call, writer, runner, how := s.ranWritten(w, e, viaInterp)
 	where := ""
 	if strings.HasPrefix(path.Base(target), ".") || s.temporary(target) {
 		where = " (a temporary or hidden location)"
@@ -170,4 +162,21 @@ func downloaded(s *run, w *event.Event) bool {
 		}
 	}
 	return false
+}
+
+// ranWritten names, for a file written by w and then run by e (through
+// an interpreter when viaInterp), the tool call it belongs to (e's, else
+// w's), who wrote it, who ran it and how it ran: what write-then-exec and
+// remote-code-exec both say.
+func (s *facts) ranWritten(w, e *event.Event, viaInterp bool) (call, writer, runner, how string) {
+	_, writer = s.actor(w)
+	call, runner = s.actor(e)
+	if call == "" {
+		call = s.callOf(w)
+	}
+	how = "executed"
+	if viaInterp {
+		how = "run by `" + path.Base(e.Path) + "`"
+	}
+	return call, writer, runner, how
 }
