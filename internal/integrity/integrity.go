@@ -7,11 +7,12 @@
 // sits when that is worth a second look. A detect rule turns the verdicts
 // into the binary-modified and untrusted-binary findings (see Finding).
 //
-// The recorder creates one Checker per session (New, with the Store under
-// session.Home() and the traced command's cwd as workspace), starts a
-// Pool, Submits a Request for every exec event as it arrives and Closes
-// the pool when recording ends, which also saves the session's first
-// sightings. Results arrive through the callback, keyed by ExecID.
+// Every recorder (run, attach, and each agent tree watch mode records)
+// checks a session through one SessionCheck (StartSession, with the
+// Store under session.Home() and the traced command's cwd as workspace):
+// it makes the session's Checker, starts a Pool, Submits a Request for
+// every exec event as it arrives, stores each verdict in the session and,
+// on Close, drains the pool and saves the session's first sightings.
 package integrity
 
 import "time"

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -61,7 +62,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return
 		}
 		w.Add(ev)
-		checks.submit(ev)
+		checks.Submit(ev)
 		if o.Observe != nil {
 			o.Observe(ev)
 		}
@@ -81,7 +82,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err != nil {
 		s.Stop()
-		checks.close()
+		checks.Close()
 		w.Close(nil)
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func newMeta(o Options, unavailable []string) session.Meta {
 // finish stops the sensor once the tree is done, lists what outlived it
 // (ending it first with KillLeftovers), stores the loss counters, waits
 // for the exec verdicts and closes the session.
-func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks *execCheck) error {
+func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks *integrity.SessionCheck) error {
 	// Whatever is still tracked now outlived the command (and the linger).
 	alive := s.Tracked()
 	slog.Debug("command done; stopping sensor", "alive", len(alive))
@@ -147,7 +148,7 @@ func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks 
 		w.SetLost("undecodable", res.Stats.BadRecs)
 	}
 	w.SetLeftovers(res.Leftovers)
-	checks.close()
+	checks.Close()
 	slog.Debug("closing session")
 	if err := w.Close(res.ExitCode); err != nil {
 		return err

@@ -56,6 +56,7 @@ func (w *watcher) joinRunning() {
 		}
 		w.openIDs[sw.Meta().ID] = true
 		t := &tree{w: sw, root: uint32(pid), pids: map[uint32]bool{}, agent: p.Name}
+		t.check = w.startCheck(pid, cwd, sw)
 		for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
 			q := todo[0]
 			todo = append(todo, children[q]...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -20,6 +22,7 @@ import (
 // tree is one agent's process tree, recorded as its own session.
 type tree struct {
 	w     *session.Writer
+	check *integrity.SessionCheck // hashes and judges its execs, as run does
 	root  uint32
 	pids  map[uint32]bool
 	agent string
@@ -40,6 +43,7 @@ const maxExecs = 8192
 // watcher is the state of one Run; the sensor's sink goroutine owns the
 // maps, Run reads openIDs under mu.
 type watcher struct {
+	ctx       context.Context
 	o         Options
 	s         *sensor.Sensor
 	targets   []Target
@@ -55,6 +59,9 @@ type watcher struct {
 	// per event: there is no contention worth the finer locks) and openIDs.
 	mu      sync.Mutex
 	openIDs map[string]bool
+	// closing counts the sessions being closed off the sink's goroutine
+	// (closeTree); Run waits for them.
+	closing sync.WaitGroup
 }
 
 // reapEvery is how often trees whose processes are gone without an exit
@@ -84,9 +91,7 @@ func (w *watcher) reap() {
 			continue
 		}
 		if t.gone {
-			if err := w.closeTree(t); err != nil {
-				slog.Warn("watch: close session", "error", err)
-			}
+			w.closeTree(t, true)
 		}
 		t.gone = true
 	}
@@ -108,7 +113,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer s.Close()
-	w := &watcher{o: o, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
+	w := &watcher{ctx: ctx, o: o, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
 		enc: json.NewEncoder(o.Out), openIDs: map[string]bool{}}
 	w.self, _ = os.Executable()
 	w.host, _ = os.Hostname()
@@ -125,6 +130,9 @@ func Run(ctx context.Context, o Options) error {
 	w.prune()
 	w.joinRunning()
 	s.Start(w.sink)
+	// The line a supervisor (or the bench) waits for: from here on every
+	// exec and every open of a watched store is seen.
+	slog.Info("watch: attached", "stores", len(w.targets), "pid", os.Getpid())
 	if o.Ready != nil {
 		o.Ready(w.targets)
 	}
@@ -146,9 +154,10 @@ func Run(ctx context.Context, o Options) error {
 	var errs []error
 	for _, t := range w.trees {
 		if t.w != nil {
-			errs = append(errs, w.closeTree(t))
+			errs = append(errs, w.closeTree(t, false))
 		}
 	}
+	w.closing.Wait()
 	if w.outsiders != nil {
 		errs = append(errs, w.outsiders.Close(nil))
 	}
@@ -229,6 +238,7 @@ func (w *watcher) start(p *agent.Profile, ev *event.Event) {
 	}
 	w.openIDs[sw.Meta().ID] = true
 	t := &tree{w: sw, root: ev.PID, pids: map[uint32]bool{}, agent: p.Name}
+	t.check = w.startCheck(int(ev.PID), meta.Cwd, sw)
 	w.join(t, ev.PID, ev)
 	w.add(t, ev)
 	slog.Info("watch: recording agent", "agent", p.Name, "pid", ev.PID, "session", sw.Meta().ID)
@@ -252,6 +262,7 @@ func (w *watcher) join(t *tree, pid uint32, ev *event.Event) {
 // the session closes when the tree's last process exits.
 func (w *watcher) add(t *tree, ev *event.Event) {
 	t.w.Add(ev)
+	t.check.Submit(ev)
 	switch ev.Kind {
 	case event.KindExec:
 		w.remember(ev)
@@ -268,21 +279,63 @@ func (w *watcher) add(t *tree, ev *event.Event) {
 			t.exit = &code
 		}
 		if len(t.pids) == 0 {
-			if err := w.closeTree(t); err != nil {
-				slog.Warn("watch: close session", "error", err)
-			}
+			w.closeTree(t, true)
 		}
 	}
 }
 
-func (w *watcher) closeTree(t *tree) error {
-	sw := t.w
-	t.w = nil
+// closeTree ends t's session: its queued exec checks are drained (up to
+// integrity.SessionDrain), then the session is closed. With async that
+// happens off the caller's goroutine, since the sink and the reaper hold
+// mu and every other tree's events wait on it; Run waits for it (closing).
+// The session stays in openIDs, safe from retention, until it is closed.
+func (w *watcher) closeTree(t *tree, async bool) error {
+	sw, check, exit := t.w, t.check, t.exit
+	t.w, t.check = nil, nil
 	for pid := range t.pids {
 		delete(w.trees, pid)
 	}
-	delete(w.openIDs, sw.Meta().ID)
-	return sw.Close(t.exit)
+	end := func() error {
+		check.Close()
+		err := sw.Close(exit)
+		w.mu.Lock()
+		delete(w.openIDs, sw.Meta().ID)
+		w.mu.Unlock()
+		return err
+	}
+	if !async {
+		return end()
+	}
+	w.closing.Add(1)
+	go func() {
+		defer w.closing.Done()
+		if err := end(); err != nil {
+			slog.Warn("watch: close session", "error", err)
+		}
+	}()
+	return nil
+}
+
+// startCheck starts the exec checks of a tree's session, as run's: the
+// workspace is the agent's cwd and the PATH the one it resolves programs
+// with (its environment's, read while it is alive; else watch's own).
+func (w *watcher) startCheck(pid int, cwd string, sw *session.Writer) *integrity.SessionCheck {
+	return integrity.StartSession(w.ctx, w.o.Home, integrity.Options{Workspaces: []string{cwd}, PATH: procPATH(pid)}, sw)
+}
+
+// procPATH is PATH in /proc/PID/environ, or "" (the checker then uses
+// its own).
+func procPATH(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // crossRead flags an agent's tree opening another agent's store: that
