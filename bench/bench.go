@@ -187,8 +187,12 @@ func (c config) wantWorkload(n string) bool {
 }
 
 func (c config) wantTracer(n string) bool {
-	if c.tracers == nil || n == "bare" {
+	if n == "bare" {
 		return true
+	}
+	if c.tracers == nil {
+		t := findTracer(n)
+		return t == nil || !t.optIn
 	}
 	for _, o := range c.tracers {
 		if o == n {

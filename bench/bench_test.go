@@ -87,3 +87,48 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("chart.svg missing or not SVG: %v", err)
 	}
 }
+
+// TestSmokeWatch runs the watch tracers on the exec and file storms at the
+// -quick sizes: watch starts, attaches and stops around each run, the
+// workload run bare under it is timed with watch's CPU and memory, the
+// one run as an agent is recorded by watch (its events counted from the
+// watch session), and -render redraws a table holding their rows.
+func TestSmokeWatch(t *testing.T) {
+	testenv.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("builds polygraph and starts watch per run: not in -short")
+	}
+	out := t.TempDir()
+	c := config{runs: 1, baseRuns: 1, quick: true, out: out, only: []string{"exec", "files"},
+		tracers: []string{"watch", "watch-agent"}, reportTimeout: time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var buf bytes.Buffer
+	res, err := runBench(ctx, c, &buf)
+	t.Log(buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failures > 0 || len(res.Skipped) > 0 {
+		t.Fatalf("%d runs failed, skipped %v", res.Failures, res.Skipped)
+	}
+	for _, wl := range []string{"exec", "files"} {
+		for _, tr := range []string{"watch", "watch-agent"} {
+			r := res.row(wl, tr)
+			if r == nil || r.Runs != 1 || r.WallS <= 0 || r.TracerRSSKB == 0 || r.TracerLifeCPUS <= 0 || r.StartupS <= 0 {
+				t.Errorf("%s under %s: row %+v, want one run with wall time, watch's RSS, CPU and start-up", wl, tr, r)
+				continue
+			}
+			if tr == "watch-agent" && r.Events == 0 {
+				t.Errorf("%s under watch-agent: no event recorded in the agent's watch session", wl)
+			}
+		}
+	}
+	var rendered bytes.Buffer
+	if err := rerender(filepath.Join(out, "latest.json"), c, &rendered); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rendered.String(), "watch-agent") {
+		t.Errorf("rendered table lacks the watch-agent rows:\n%s", rendered.String())
+	}
+}

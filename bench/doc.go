@@ -147,7 +147,7 @@ func (res *Results) svg() string {
 			groups = append(groups, g)
 		}
 	}
-	colors := map[string]string{"polygraph": "#2b7bb9", "strace": "#d95f02", "auditd": "#7570b3", "bpftrace": "#1b9e77", "floor": "#999999"}
+	colors := map[string]string{"polygraph": "#2b7bb9", "strace": "#d95f02", "auditd": "#7570b3", "bpftrace": "#1b9e77", "floor": "#999999", "watch": "#e7298a", "watch-agent": "#66a61e"}
 	const left, width, barH, gap = 170.0, 560.0, 16.0, 18.0
 	top := 40.0
 	n := 0

@@ -1,8 +1,9 @@
 //go:build linux
 
 // Command bench measures what polygraph costs: each workload runs bare and
-// under each tracer (polygraph, strace, auditd, bpftrace), interleaved
-// run by run, and the medians are printed as a table against bare, with
+// under each tracer (polygraph, strace, auditd, bpftrace; and polygraph
+// watch running system-wide, bench/watch.go), interleaved run by run, and
+// the medians are printed as a table against bare, with
 // the events each tracer recorded and lost. It also times `polygraph
 // report` on a synthetic session of a million events, finds the highest
 // event rate the sensor sustains without loss, and profiles the sensor
@@ -37,7 +38,7 @@ type config struct {
 	quick        bool     // tiny sizes, bare and polygraph only: the smoke variant
 	out          string   // where results go
 	only         []string // workloads to run (nil: all)
-	tracers      []string // tracers to run (nil: all; bare always runs)
+	tracers      []string // tracers to run (nil: all but the opt-in ones; bare always runs)
 	docs         bool     // also write docs/bench.md and docs/bench.svg
 	polygraphBin string   // a prebuilt polygraph binary ("" builds ./cmd/polygraph)
 	profile      bool     // profile the sensor and the report
@@ -66,7 +67,7 @@ func main() {
 	flag.BoolVar(&c.quick, "quick", false, "smoke variant: 1 run, no warm-up, tiny sizes, bare and polygraph only")
 	flag.StringVar(&c.out, "out", "bench/out", "directory for latest.json, table.txt and chart.svg")
 	flag.StringVar(&only, "only", "", "comma-separated steps to run: "+strings.Join(append(workloadNames(), extraSteps...), ","))
-	flag.StringVar(&tracers, "tracers", "", "comma-separated tracers (default: all; bare always runs): "+strings.Join(tracerNames(), ","))
+	flag.StringVar(&tracers, "tracers", "", "comma-separated tracers (default: all but watch-agent; bare always runs): "+strings.Join(tracerNames(), ","))
 	flag.BoolVar(&c.docs, "docs", true, "write docs/bench.md and docs/bench.svg (full runs of every workload only)")
 	flag.StringVar(&c.polygraphBin, "polygraph", "", "use this polygraph binary instead of building ./cmd/polygraph")
 	flag.BoolVar(&c.profile, "profile", true, "profile the sensor and the report (pprof, bpf_stats)")

@@ -35,8 +35,11 @@ import (
 // execveat), file opens (open, openat, openat2, creat) and connect.
 type tracer struct {
 	Name string
-	// silent tracers record nothing by design (the floor).
+	// silent tracers record nothing by design (the floor, watch).
 	silent bool
+	// optIn tracers run only when -tracers names them, to keep the
+	// default bench's length.
+	optIn bool
 	// prepare checks (and installs) what the tracer needs; an error is
 	// the reason it is skipped.
 	prepare func(ctx context.Context, e *env) error
@@ -49,9 +52,13 @@ type tracer struct {
 // baseline reports whether t is one of the slow tracers polygraph is
 // compared with, which -baseline-runs may run fewer times. The floor is
 // as cheap as a bare run and, being the line polygraph is read against,
-// gets every run.
+// gets every run; so do polygraph's own modes (run, watch).
 func (t *tracer) baseline() bool {
-	return t.Name != "bare" && t.Name != "polygraph" && t.Name != "floor"
+	switch t.Name {
+	case "bare", "polygraph", "floor", "watch", "watch-agent":
+		return false
+	}
+	return true
 }
 
 var tracers = []*tracer{
@@ -61,6 +68,8 @@ var tracers = []*tracer{
 	{Name: "auditd", prepare: prepareAuditd, run: runAuditd, finish: finishAuditd},
 	{Name: "bpftrace", prepare: prepareBpftrace, run: runBpftrace},
 	{Name: "floor", silent: true, prepare: prepareFloor, run: runFloor},
+	{Name: "watch", silent: true, prepare: prepareWatch, run: runWatch},
+	{Name: "watch-agent", optIn: true, prepare: prepareWatchAgent, run: runWatchAgent},
 }
 
 func tracerNames() []string {
@@ -151,6 +160,20 @@ func countSession(ctx context.Context, e *env, home string, s *Sample) error {
 	if err != nil {
 		return fmt.Errorf("polygraph sessions: %w", err)
 	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		lines = append(lines, slices.Clone(sc.Bytes()))
+	}
+	if len(lines) != 1 {
+		return fmt.Errorf("expected one session in %s, found %d", home, len(lines))
+	}
+	return fillSession(lines[0], s)
+}
+
+// fillSession fills s from one line of `polygraph sessions --json`: the
+// session's counters, and its events per kind from the session file.
+func fillSession(line []byte, s *Sample) error {
 	var meta struct {
 		Path   string           `json:"path"`
 		Events int64            `json:"events"`
@@ -158,16 +181,8 @@ func countSession(ctx context.Context, e *env, home string, s *Sample) error {
 		Clean  bool             `json:"clean_close"`
 		Error  string           `json:"error"`
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	n := 0
-	for sc.Scan() {
-		if err := json.Unmarshal(sc.Bytes(), &meta); err != nil {
-			return fmt.Errorf("polygraph sessions --json: %w", err)
-		}
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("expected one session in %s, found %d", home, n)
+	if err := json.Unmarshal(line, &meta); err != nil {
+		return fmt.Errorf("polygraph sessions --json: %w", err)
 	}
 	if meta.Error != "" || !meta.Clean {
 		return fmt.Errorf("session not closed cleanly: %s", meta.Error)

@@ -8,7 +8,7 @@
 // generator, so those need no C compiler and issue exactly the same
 // syscalls whoever watches.
 //
-//	helper run -o RESULT.json [-log F] [-loginuid N] [-tracer PID,...] [-after CMD] -- CMD ARGS...
+//	helper run -o RESULT.json [-log F] [-loginuid N] [-tracer PID,...] [-after CMD] [-settle D] -- CMD ARGS...
 //	helper files -dir D -n N
 //	helper dial -addr HOST:PORT -n N
 //	helper rate -dir D -workers W -rate R -dur D
@@ -93,6 +93,7 @@ func runCmd(args []string) error {
 	loginuid := fs.Int("loginuid", -1, "set this audit login uid before starting (auditd scoping)")
 	tracerList := fs.String("tracer", "", "comma-separated tracer pids to sample; 'ppid' is the helper's parent")
 	after := fs.String("after", "", "a shell command to run once the workload is done, still traced (bpftool snapshots)")
+	settle := fs.Duration("settle", 0, "wait this long before starting the workload, untimed (an agent's start-up, for watch to recognise it)")
 	fs.Parse(args)
 	cmdArgs := fs.Args()
 	if *out == "" || len(cmdArgs) == 0 {
@@ -131,6 +132,7 @@ func runCmd(args []string) error {
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
 	}
+	time.Sleep(*settle)
 	cpu0 := make([]int64, len(pids))
 	for i, p := range pids {
 		cpu0[i], _ = procCPU(p)
