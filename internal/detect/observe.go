@@ -99,36 +99,45 @@ func (s *facts) observe() *baseline.Sample {
 	return smp
 }
 
-// dirCache keeps observedDir's answers by path id: a session opens the
-// same few thousand paths over and over.
-type dirCache map[int32]struct {
+// dirCache keeps observedDir's answers by path id and home (an index in
+// homes): a session opens the same few thousand paths over and over.
+type dirCache map[[2]int32]struct {
 	dir string
 	ok  bool
 }
 
-// dir is observedDir of the path with id.
-func (c dirCache) dir(s *facts, id int32) (string, bool) {
-	v, seen := c[id]
+// dir is observedDir of the path with id, for a process whose HOME is
+// homes[home].
+func (c dirCache) dir(s *facts, id, home int32) (string, bool) {
+	key := [2]int32{id, home}
+	v, seen := c[key]
 	if !seen {
-		v.dir, v.ok = s.observedDir(s.paths.strs[id])
-		c[id] = v
+		v.dir, v.ok = s.observedDir(s.paths.strs[id], home)
+		c[key] = v
 	}
 	return v.dir, v.ok
 }
 
 // observeFile takes file event events[i], with fact f, into the sample.
+// Paths are read against the HOME the event's process had (matchOf,
+// homeOf), as the rules read them: an agent run with HOME overridden
+// reads ~/.ssh/id_rsa all the same, and a baseline that saw only the
+// override's absolute path would neither know it as a credential path
+// nor match it in the next session's other override.
 func (s *facts) observeFile(act func(string) *baseline.Activity, kind string, i int, f *fact, dirs dirCache) {
 	e := s.events[i]
+	home := s.homeOf(e)
 	if f.flags&fRead != 0 {
-		if _, ok := s.match(setSensitive, f.path); ok || s.is(setAgentConfig, f.path) {
-			act(kind).Sensitive.Add(s.normalise(e.Path), e.Seq)
+		_, sensitive := s.matchOf(setSensitive, i, f.path)
+		if _, config := s.matchOf(setAgentConfig, i, f.path); sensitive || config {
+			act(kind).Sensitive.Add(s.normalise(e.Path, home), e.Seq)
 		}
-		if d, ok := dirs.dir(s, f.path); ok {
+		if d, ok := dirs.dir(s, f.path, home); ok {
 			act(kind).Reads.Add(d, e.Seq)
 		}
 	}
 	if f.written >= 0 {
-		if d, ok := dirs.dir(s, f.written); ok {
+		if d, ok := dirs.dir(s, f.written, home); ok {
 			act(kind).Writes.Add(d, e.Seq)
 		}
 	}
@@ -160,14 +169,24 @@ func (s *facts) kindOf(call string) string {
 	return baseline.KindNone
 }
 
-// normalise is policy.Normalise in the session's workspace and home.
-func (s *facts) normalise(p string) string { return policy.Normalise(p, s.in.Meta.Cwd, s.home) }
+// normalise is policy.Normalise in the session's workspace and, for a
+// process whose HOME was homes[home], that home; a path outside it is
+// tried against the session's home.
+func (s *facts) normalise(p string, home int32) string {
+	if home > 0 && int(home) < len(s.homes) {
+		if n := policy.Normalise(p, s.in.Meta.Cwd, s.homes[home]); !strings.HasPrefix(n, "/") {
+			return n
+		}
+	}
+	return policy.Normalise(p, s.in.Meta.Cwd, s.home)
+}
 
 // observedDir is the directory of path p as a baseline and an allowlist
-// keep it: normalised, at most maxDirDepth levels deep, any temporary
-// directory's content as DIR/*. ok is false for the system directories.
-func (s *facts) observedDir(p string) (string, bool) {
-	n := s.normalise(p)
+// keep it, for a process whose HOME was homes[home]: normalised, at most
+// maxDirDepth levels deep, any temporary directory's content as DIR/*.
+// ok is false for the system directories.
+func (s *facts) observedDir(p string, home int32) (string, bool) {
+	n := s.normalise(p, home)
 	if strings.HasPrefix(n, "/") {
 		if systemRead(n) {
 			return "", false

@@ -74,3 +74,31 @@ func selfServer(b *builder, port uint16) {
 	tst.connect("127.0.0.1", port)
 	tst.sent("127.0.0.1", port, 300)
 }
+
+// TestObserveHomeOverride: an agent run with HOME overridden (env -i
+// HOME=/srv/ci) reads its credentials and caches as ~/… in the baseline's
+// terms, as the rules read them: the override's absolute paths would be
+// new in every session and pass for no credential path at all.
+func TestObserveHomeOverride(t *testing.T) {
+	b := newBuilder()
+	ag := b.agent(100, "/usr/local/bin/claude")
+	b.shell("t1", "env -i HOME=/srv/ci sh -c 'cat ~/.ssh/id_rsa ~/.cache/x/y ~/.config/z'")
+	sh := ag.spawn(200, "t1", "/usr/bin/dash", "sh", "-c", "cat ~/.ssh/id_rsa ~/.cache/x/y").home("/srv/ci")
+	cat := sh.spawn(201, "", "/usr/bin/cat", "cat")
+	cat.open("/srv/ci/.ssh/id_rsa", "read")
+	cat.open("/srv/ci/.cache/x/y", "read")
+	cat.open(home+"/.config/z", "read") // the session's home, all the same
+	smp := Observe(b.input())
+	a := smp.Kinds["shell"]
+	if a == nil {
+		t.Fatalf("no shell activity: %+v", smp.Kinds)
+	}
+	if _, ok := a.Sensitive["~/.ssh/id_rsa"]; !ok || len(a.Sensitive) != 1 {
+		t.Errorf("sensitive %v, want ~/.ssh/id_rsa", a.Sensitive)
+	}
+	for _, d := range []string{"~/.ssh", "~/.cache/x", "~/.config"} {
+		if _, ok := a.Reads[d]; !ok {
+			t.Errorf("reads %v lack %s", a.Reads, d)
+		}
+	}
+}
