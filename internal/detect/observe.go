@@ -41,7 +41,7 @@ var tempDirs = []string{"/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/"}
 
 // observe is Observe.
 func (s *facts) observe() *baseline.Sample {
-	smp := &baseline.Sample{Session: s.in.Meta.ID, Kinds: map[string]*baseline.Activity{}, Unallowed: baseline.Seen{}}
+	smp := &baseline.Sample{Session: s.in.Meta.ID, Kinds: map[string]*baseline.Activity{}, Unallowed: baseline.Seen{}, AgentShellPrograms: baseline.Seen{}}
 	smp.Agent, smp.Version = s.agentName()
 	act := func(kind string) *baseline.Activity {
 		a := smp.Kinds[kind]
@@ -56,6 +56,11 @@ func (s *facts) observe() *baseline.Sample {
 	for i, e := range s.events {
 		f := &s.byEvent[i]
 		if f.flags&fOwn != 0 {
+			if f.flags&fExec != 0 && s.ranByShell(e) {
+				if names := policy.ProgramNames(e.Path, e.Argv()); len(names) > 0 && !s.pol.AgentProgram(names) {
+					smp.AgentShellPrograms.Add(names[0], e.Seq)
+				}
+			}
 			continue
 		}
 		call := s.callOf(e)
@@ -97,6 +102,34 @@ func (s *facts) observe() *baseline.Sample {
 		a.Burst = append(a.Burst, burst(ts, time.Second))
 	}
 	return smp
+}
+
+// shells are the program names (policy.ProgramNames) of the shells whose
+// children ranByShell reports.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"}
+
+// ranByShell reports whether exec event e began a process a shell forked:
+// for the agent's own processes, what its shells' startup files (the
+// host's /etc/profile, the user's ~/.bashrc) and its snapshot scripts run.
+func (s *facts) ranByShell(e *event.Event) bool {
+	im := s.tree.Image(e.ExecID)
+	if im == nil || im.Process == nil {
+		return false
+	}
+	// A subshell ($(…), a pipeline's side) is a fork that has not
+	// exec'd: the shell all the same, its parent's program.
+	p := im.Process.Parent
+	for n := 0; p != nil && p.Exec == nil && n < 64; n++ {
+		if p.Process == nil {
+			return false
+		}
+		p = p.Process.Parent
+	}
+	if p == nil || p.Exec == nil {
+		return false
+	}
+	names := policy.ProgramNames(p.Exec.Path, p.Exec.Argv())
+	return len(names) > 0 && slices.Contains(shells, names[0])
 }
 
 // dirCache keeps observedDir's answers by path id and home (an index in

@@ -102,3 +102,23 @@ func TestObserveHomeOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveAgentShellPrograms: what the agent's own shells run is kept
+// apart from its tool calls' programs, for policy learn to allow; what
+// the agent runs itself is not.
+func TestObserveAgentShellPrograms(t *testing.T) {
+	b := newBuilder()
+	ag := b.agent(100, "/usr/local/bin/codex")
+	snap := ag.spawn(200, "", "/usr/bin/bash", "bash", "-lc", "echo '# Snapshot file'")
+	snap.spawn(201, "", "/usr/bin/id", "id", "-u")
+	ag.spawn(202, "", "/usr/bin/git", "git", "status") // the agent's own, not its shells'
+	b.shell("t1", "make test")
+	ag.spawn(300, "t1", "/usr/bin/make", "make", "test")
+	smp := Observe(b.input())
+	if _, ok := smp.AgentShellPrograms["id"]; !ok || len(smp.AgentShellPrograms) != 1 {
+		t.Errorf("the agent's shells' programs %v, want id", smp.AgentShellPrograms)
+	}
+	if a := smp.Kinds["shell"]; a == nil || len(a.Programs) != 1 || a.Programs["make"] == nil {
+		t.Errorf("shell programs: %+v", smp.Kinds["shell"])
+	}
+}
