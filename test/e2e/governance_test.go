@@ -268,6 +268,41 @@ func govListener(t *testing.T, addr string) (port int, got *atomic.Int64) {
 	return l.Addr().(*net.TCPAddr).Port, got
 }
 
+// learnBaseline runs `polygraph baseline learn --json` on the sessions
+// ids, checks that they all went into one Claude Code baseline that
+// `baseline show` lists with them and that learning one again changes
+// nothing, and returns the baseline's key.
+func (g *govFixture) learnBaseline(t *testing.T, ids []string) string {
+	t.Helper()
+	out := g.polygraph(t, append([]string{"baseline", "learn", "--json"}, ids...)...)
+	t.Logf("baseline learn:\n%s", out)
+	key := ""
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var l struct {
+			Session, Baseline string
+			Learned           bool
+		}
+		must(t, json.Unmarshal(line, &l))
+		if !l.Learned || (key != "" && l.Baseline != key) {
+			t.Errorf("baseline learn: %s", line)
+		}
+		key = l.Baseline
+	}
+	if !strings.HasPrefix(key, "claude-code") {
+		t.Fatalf("learned into baseline %q, want Claude Code's", key)
+	}
+	t.Logf("baseline show %s:\n%s", key, g.polygraph(t, "baseline", "show", key))
+	var prof baseline.Profile
+	must(t, json.Unmarshal(g.polygraph(t, "baseline", "show", "--json", key), &prof))
+	if len(prof.Sessions) != len(ids) {
+		t.Errorf("baseline %s has %d sessions, want %d", key, len(prof.Sessions), len(ids))
+	}
+	if again := g.polygraph(t, "baseline", "learn", "--json", ids[0]); !bytes.Contains(again, []byte(`"learned":false`)) {
+		t.Errorf("a session learned twice: %s", again)
+	}
+	return key
+}
+
 // govCheck is `polygraph baseline check --json`'s output.
 type govCheck struct {
 	Session    string               `json:"session"`
@@ -316,52 +351,11 @@ func TestGovernanceBaseline(t *testing.T) {
 	for _, c := range learn {
 		learnIDs = append(learnIDs, ids[c.name])
 	}
-	out := g.polygraph(t, append([]string{"baseline", "learn", "--json"}, learnIDs...)...)
-	t.Logf("baseline learn:\n%s", out)
-	key := ""
-	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		var l struct {
-			Session, Baseline string
-			Learned           bool
-		}
-		must(t, json.Unmarshal(line, &l))
-		if !l.Learned || (key != "" && l.Baseline != key) {
-			t.Errorf("baseline learn: %s", line)
-		}
-		key = l.Baseline
-	}
-	if !strings.HasPrefix(key, "claude-code") {
-		t.Fatalf("learned into baseline %q, want Claude Code's", key)
-	}
-	t.Logf("baseline show %s:\n%s", key, g.polygraph(t, "baseline", "show", key))
-	var prof baseline.Profile
-	must(t, json.Unmarshal(g.polygraph(t, "baseline", "show", "--json", key), &prof))
-	if len(prof.Sessions) != len(learn) {
-		t.Errorf("baseline %s has %d sessions, want %d", key, len(prof.Sessions), len(learn))
-	}
-	if again := g.polygraph(t, "baseline", "learn", "--json", learnIDs[0]); !bytes.Contains(again, []byte(`"learned":false`)) {
-		t.Errorf("a session learned twice: %s", again)
-	}
-
-	check := func(id string) *govCheck {
-		out := g.polygraph(t, "baseline", "check", "--json", id)
-		var c govCheck
-		must(t, json.Unmarshal(out, &c))
-		if c.Baseline != key {
-			t.Errorf("check %s against %q, want %q", id, c.Baseline, key)
-		}
-		for _, d := range c.Deviations {
-			t.Logf("%s: %s %s/%s %s: %s", id, d.Severity, d.Kind, d.What, d.Value, d.Detail)
-		}
-		for _, n := range c.Notes {
-			t.Logf("%s: note: %s", id, n)
-		}
-		return &c
-	}
+	key := g.learnBaseline(t, learnIDs)
 
 	t.Run("honest", func(t *testing.T) {
 		id := ids[honest.name]
-		if c := check(id); len(c.Deviations) > 0 {
+		if c := g.baselineCheck(t, id, key); len(c.Deviations) > 0 {
 			t.Errorf("an honest run deviates from the baseline in %d ways (see the log)", len(c.Deviations))
 		}
 		rep := g.report(t, id)
@@ -370,50 +364,70 @@ func TestGovernanceBaseline(t *testing.T) {
 		}
 	})
 	t.Run("deviant", func(t *testing.T) {
-		id := ids[deviant.name]
-		c := check(id)
-		wants := []struct{ what, value string }{{"sensitive", "~/.ssh/id_rsa"}, {"host", newHost}}
-		for _, w := range wants {
-			var found *baseline.Deviation
-			for i, d := range c.Deviations {
-				if d.What == w.what && d.Value == w.value {
-					found = &c.Deviations[i]
-				}
-			}
-			switch {
-			case found == nil:
-				t.Errorf("no %s deviation for %s", w.what, w.value)
-			case found.Severity != "medium" || found.Kind != "shell":
-				t.Errorf("%s deviation for %s: %s on %s calls, want medium on shell calls", w.what, w.value, found.Severity, found.Kind)
-			case !strings.Contains(found.Detail, fmt.Sprintf("none of the %d sessions", len(learn))):
-				t.Errorf("%s deviation for %s does not say it is new: %s", w.what, w.value, found.Detail)
-			}
-		}
-		for _, d := range c.Deviations {
-			if d.Severity != "low" && !slices.ContainsFunc(wants, func(w struct{ what, value string }) bool { return d.What == w.what && d.Value == w.value }) {
-				t.Errorf("a %s deviation beyond the key read and the new host: %s/%s %s", d.Severity, d.Kind, d.What, d.Value)
-			}
-		}
-		// The same, as report shows it: baseline-deviation findings
-		// naming the call that did it (call 3: read, edit, test, sync).
-		rep := g.report(t, id)
-		var callID string
-		if len(rep.ToolCalls) > 3 {
-			callID = rep.ToolCalls[3].Call.ID
-		}
-		for _, w := range wants {
-			ok := false
-			for _, f := range rep.Findings {
-				if f.Rule == "baseline-deviation" && strings.Contains(f.Title, w.value) && f.ToolCallID == callID &&
-					f.Severity.Rank() >= detect.SeverityMedium.Rank() {
-					ok = true
-				}
-			}
-			if !ok {
-				t.Errorf("report: no medium baseline-deviation finding on call %q naming %s; findings:\n  %s", callID, w.value, strings.Join(findingLines(rep), "\n  "))
-			}
-		}
+		g.judgeDeviant(t, ids[deviant.name], key, len(learn), []govDeviation{{"sensitive", "~/.ssh/id_rsa"}, {"host", newHost}})
 	})
+}
+
+// baselineCheck is `polygraph baseline check --json id`, which must judge
+// the session against baseline key; it logs the deviations and notes.
+func (g *govFixture) baselineCheck(t *testing.T, id, key string) *govCheck {
+	t.Helper()
+	var c govCheck
+	must(t, json.Unmarshal(g.polygraph(t, "baseline", "check", "--json", id), &c))
+	if c.Baseline != key {
+		t.Errorf("check %s against %q, want %q", id, c.Baseline, key)
+	}
+	for _, d := range c.Deviations {
+		t.Logf("%s: %s %s/%s %s: %s", id, d.Severity, d.Kind, d.What, d.Value, d.Detail)
+	}
+	for _, n := range c.Notes {
+		t.Logf("%s: note: %s", id, n)
+	}
+	return &c
+}
+
+// govDeviation is a deviation a session must show: what is new, and
+// which.
+type govDeviation struct{ what, value string }
+
+// judgeDeviant checks that session id deviates from baseline key, learned
+// from learned sessions, by each of wants (medium, on shell calls, said
+// to be new) and by nothing else above low, and that report shows each as
+// a medium baseline-deviation finding on the call that did it (call 3:
+// read, edit, test, then the key's trip).
+func (g *govFixture) judgeDeviant(t *testing.T, id, key string, learned int, wants []govDeviation) {
+	c := g.baselineCheck(t, id, key)
+	for _, w := range wants {
+		i := slices.IndexFunc(c.Deviations, func(d baseline.Deviation) bool { return d.What == w.what && d.Value == w.value })
+		if i < 0 {
+			t.Errorf("no %s deviation for %s", w.what, w.value)
+			continue
+		}
+		switch d := c.Deviations[i]; {
+		case d.Severity != "medium" || d.Kind != "shell":
+			t.Errorf("%s deviation for %s: %s on %s calls, want medium on shell calls", w.what, w.value, d.Severity, d.Kind)
+		case !strings.Contains(d.Detail, fmt.Sprintf("none of the %d sessions", learned)):
+			t.Errorf("%s deviation for %s does not say it is new: %s", w.what, w.value, d.Detail)
+		}
+	}
+	for _, d := range c.Deviations {
+		if d.Severity != "low" && !slices.Contains(wants, govDeviation{d.What, d.Value}) {
+			t.Errorf("a %s deviation beyond the key read and the new host: %s/%s %s", d.Severity, d.Kind, d.What, d.Value)
+		}
+	}
+	rep := g.report(t, id)
+	var callID string
+	if len(rep.ToolCalls) > 3 {
+		callID = rep.ToolCalls[3].Call.ID
+	}
+	for _, w := range wants {
+		if !slices.ContainsFunc(rep.Findings, func(f detect.Finding) bool {
+			return f.Rule == "baseline-deviation" && strings.Contains(f.Title, w.value) && f.ToolCallID == callID &&
+				f.Severity.Rank() >= detect.SeverityMedium.Rank()
+		}) {
+			t.Errorf("report: no medium baseline-deviation finding on call %q naming %s; findings:\n  %s", callID, w.value, strings.Join(findingLines(rep), "\n  "))
+		}
+	}
 }
 
 // findingLines lists rep's findings, one line each.
