@@ -160,10 +160,10 @@ func newPolicyLearnCommand(opts *policyOptions) *cobra.Command {
 		Long: `Read each SESSION (with the transcript its agent wrote, found as report
 finds it) and write a policy file that allows what they did: the
 destinations they reached that the policy (the built-in one, or --policy F)
-does not allow already, the programs they ran (allowed_programs) and the
-directories they read and wrote outside the system directories
-(allowed_paths, workspace-relative ./ and home-relative ~/ where they can
-be). Under it, report --policy FILE reports every program and path outside
+does not allow already, the programs they ran and the agent's own shells
+ran (allowed_programs), and the directories they read and wrote
+outside the system directories (allowed_paths, workspace-relative ./ and
+home-relative ~/ where they can be). Under it, report --policy FILE reports every program and path outside
 those lists (unexpected-program, unexpected-path) and every other
 destination (unexpected-egress). docs/policy.md describes the file.`,
 		Args: cobra.MinimumNArgs(1),
@@ -189,6 +189,7 @@ func runPolicyLearn(ctx context.Context, opts *policyOptions, args []string, std
 	for _, smp := range samples {
 		l.Sessions = append(l.Sessions, smp.Session)
 		l.Egress = append(l.Egress, slices.Collect(maps.Keys(smp.Unallowed))...)
+		l.Programs = append(l.Programs, slices.Collect(maps.Keys(smp.AgentShellPrograms))...)
 		for _, a := range smp.Kinds {
 			l.Programs = append(l.Programs, slices.Collect(maps.Keys(a.Programs))...)
 			l.Dirs = append(l.Dirs, slices.Collect(maps.Keys(a.Reads))...)

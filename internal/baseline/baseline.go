@@ -55,6 +55,14 @@ type Sample struct {
 	// name is unknown) the session's policy did not allow: what an
 	// allowlist policy learned from the session must add.
 	Unallowed Seen `json:"unallowed,omitempty"`
+	// AgentShellPrograms are the programs the agent's own shells ran
+	// (its shell snapshot, the startup files its shells read). A
+	// baseline does not judge them; an allowlist policy learned from the
+	// session allows them, because its tool calls' shells run the same
+	// startup some of the time: Codex runs a command in a login shell
+	// until its shell snapshot is ready, and the host's /etc/profile runs
+	// id there as it does in the snapshot's own shell.
+	AgentShellPrograms Seen `json:"agent_shell_programs,omitempty"`
 }
 
 // Activity is what the calls of one kind did in one session. Paths are

@@ -41,7 +41,7 @@ var tempDirs = []string{"/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/"}
 
 // observe is Observe.
 func (s *facts) observe() *baseline.Sample {
-	smp := &baseline.Sample{Session: s.in.Meta.ID, Kinds: map[string]*baseline.Activity{}, Unallowed: baseline.Seen{}}
+	smp := &baseline.Sample{Session: s.in.Meta.ID, Kinds: map[string]*baseline.Activity{}, Unallowed: baseline.Seen{}, AgentShellPrograms: baseline.Seen{}}
 	smp.Agent, smp.Version = s.agentName()
 	act := func(kind string) *baseline.Activity {
 		a := smp.Kinds[kind]
@@ -56,6 +56,11 @@ func (s *facts) observe() *baseline.Sample {
 	for i, e := range s.events {
 		f := &s.byEvent[i]
 		if f.flags&fOwn != 0 {
+			if f.flags&fExec != 0 && s.ranByShell(e) {
+				if names := policy.ProgramNames(e.Path, e.Argv()); len(names) > 0 && !s.pol.AgentProgram(names) {
+					smp.AgentShellPrograms.Add(names[0], e.Seq)
+				}
+			}
 			continue
 		}
 		call := s.callOf(e)
@@ -99,36 +104,73 @@ func (s *facts) observe() *baseline.Sample {
 	return smp
 }
 
-// dirCache keeps observedDir's answers by path id: a session opens the
-// same few thousand paths over and over.
-type dirCache map[int32]struct {
+// shells are the program names (policy.ProgramNames) of the shells whose
+// children ranByShell reports.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"}
+
+// ranByShell reports whether exec event e began a process a shell forked:
+// for the agent's own processes, what its shells' startup files (the
+// host's /etc/profile, the user's ~/.bashrc) and its snapshot scripts run.
+func (s *facts) ranByShell(e *event.Event) bool {
+	im := s.tree.Image(e.ExecID)
+	if im == nil || im.Process == nil {
+		return false
+	}
+	// A subshell ($(…), a pipeline's side) is a fork that has not
+	// exec'd: the shell all the same, its parent's program.
+	p := im.Process.Parent
+	for n := 0; p != nil && p.Exec == nil && n < 64; n++ {
+		if p.Process == nil {
+			return false
+		}
+		p = p.Process.Parent
+	}
+	if p == nil || p.Exec == nil {
+		return false
+	}
+	names := policy.ProgramNames(p.Exec.Path, p.Exec.Argv())
+	return len(names) > 0 && slices.Contains(shells, names[0])
+}
+
+// dirCache keeps observedDir's answers by path id and home (an index in
+// homes): a session opens the same few thousand paths over and over.
+type dirCache map[[2]int32]struct {
 	dir string
 	ok  bool
 }
 
-// dir is observedDir of the path with id.
-func (c dirCache) dir(s *facts, id int32) (string, bool) {
-	v, seen := c[id]
+// dir is observedDir of the path with id, for a process whose HOME is
+// homes[home].
+func (c dirCache) dir(s *facts, id, home int32) (string, bool) {
+	key := [2]int32{id, home}
+	v, seen := c[key]
 	if !seen {
-		v.dir, v.ok = s.observedDir(s.paths.strs[id])
-		c[id] = v
+		v.dir, v.ok = s.observedDir(s.paths.strs[id], home)
+		c[key] = v
 	}
 	return v.dir, v.ok
 }
 
 // observeFile takes file event events[i], with fact f, into the sample.
+// Paths are read against the HOME the event's process had (matchOf,
+// homeOf), as the rules read them: an agent run with HOME overridden
+// reads ~/.ssh/id_rsa all the same, and a baseline that saw only the
+// override's absolute path would neither know it as a credential path
+// nor match it in the next session's other override.
 func (s *facts) observeFile(act func(string) *baseline.Activity, kind string, i int, f *fact, dirs dirCache) {
 	e := s.events[i]
+	home := s.homeOf(e)
 	if f.flags&fRead != 0 {
-		if _, ok := s.match(setSensitive, f.path); ok || s.is(setAgentConfig, f.path) {
-			act(kind).Sensitive.Add(s.normalise(e.Path), e.Seq)
+		_, sensitive := s.matchOf(setSensitive, i, f.path)
+		if _, config := s.matchOf(setAgentConfig, i, f.path); sensitive || config {
+			act(kind).Sensitive.Add(s.normalise(e.Path, home), e.Seq)
 		}
-		if d, ok := dirs.dir(s, f.path); ok {
+		if d, ok := dirs.dir(s, f.path, home); ok {
 			act(kind).Reads.Add(d, e.Seq)
 		}
 	}
 	if f.written >= 0 {
-		if d, ok := dirs.dir(s, f.written); ok {
+		if d, ok := dirs.dir(s, f.written, home); ok {
 			act(kind).Writes.Add(d, e.Seq)
 		}
 	}
@@ -160,14 +202,24 @@ func (s *facts) kindOf(call string) string {
 	return baseline.KindNone
 }
 
-// normalise is policy.Normalise in the session's workspace and home.
-func (s *facts) normalise(p string) string { return policy.Normalise(p, s.in.Meta.Cwd, s.home) }
+// normalise is policy.Normalise in the session's workspace and, for a
+// process whose HOME was homes[home], that home; a path outside it is
+// tried against the session's home.
+func (s *facts) normalise(p string, home int32) string {
+	if home > 0 && int(home) < len(s.homes) {
+		if n := policy.Normalise(p, s.in.Meta.Cwd, s.homes[home]); !strings.HasPrefix(n, "/") {
+			return n
+		}
+	}
+	return policy.Normalise(p, s.in.Meta.Cwd, s.home)
+}
 
 // observedDir is the directory of path p as a baseline and an allowlist
-// keep it: normalised, at most maxDirDepth levels deep, any temporary
-// directory's content as DIR/*. ok is false for the system directories.
-func (s *facts) observedDir(p string) (string, bool) {
-	n := s.normalise(p)
+// keep it, for a process whose HOME was homes[home]: normalised, at most
+// maxDirDepth levels deep, any temporary directory's content as DIR/*.
+// ok is false for the system directories.
+func (s *facts) observedDir(p string, home int32) (string, bool) {
+	n := s.normalise(p, home)
 	if strings.HasPrefix(n, "/") {
 		if systemRead(n) {
 			return "", false

@@ -57,5 +57,25 @@ func TestAllowlistRules(t *testing.T) {
 				}
 			},
 		},
+		{
+			// The learned ~/.cache/go-build/** holds under HOME=/srv/ci;
+			// /srv/ci/src is no workspace all the same.
+			name: "allowlist, HOME overridden: the process's home is ~",
+			build: func(b *builder) {
+				b.pol = allowlist(t)
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "env -i HOME=/srv/ci bash -c 'go build ./...'")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "go build ./...").home("/srv/ci")
+				g := sh.spawn(201, "", "/usr/local/go/bin/go", "go", "build", "./...")
+				g.open("/srv/ci/.cache/go-build/ab/abc-d", "read")
+				g.open("/srv/ci/src/x.go", "read")
+			},
+			want: []string{"low unexpected-path"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := find(t, fs, "unexpected-path"); f.Title != "Path outside the allowlist read: /srv/ci/src/x.go" {
+					t.Errorf("unexpected-path: %s", f.Title)
+				}
+			},
+		},
 	})
 }

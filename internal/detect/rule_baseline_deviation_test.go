@@ -74,3 +74,51 @@ func selfServer(b *builder, port uint16) {
 	tst.connect("127.0.0.1", port)
 	tst.sent("127.0.0.1", port, 300)
 }
+
+// TestObserveHomeOverride: an agent run with HOME overridden (env -i
+// HOME=/srv/ci) reads its credentials and caches as ~/… in the baseline's
+// terms, as the rules read them: the override's absolute paths would be
+// new in every session and pass for no credential path at all.
+func TestObserveHomeOverride(t *testing.T) {
+	b := newBuilder()
+	ag := b.agent(100, "/usr/local/bin/claude")
+	b.shell("t1", "env -i HOME=/srv/ci sh -c 'cat ~/.ssh/id_rsa ~/.cache/x/y ~/.config/z'")
+	sh := ag.spawn(200, "t1", "/usr/bin/dash", "sh", "-c", "cat ~/.ssh/id_rsa ~/.cache/x/y").home("/srv/ci")
+	cat := sh.spawn(201, "", "/usr/bin/cat", "cat")
+	cat.open("/srv/ci/.ssh/id_rsa", "read")
+	cat.open("/srv/ci/.cache/x/y", "read")
+	cat.open(home+"/.config/z", "read") // the session's home, all the same
+	smp := Observe(b.input())
+	a := smp.Kinds["shell"]
+	if a == nil {
+		t.Fatalf("no shell activity: %+v", smp.Kinds)
+	}
+	if _, ok := a.Sensitive["~/.ssh/id_rsa"]; !ok || len(a.Sensitive) != 1 {
+		t.Errorf("sensitive %v, want ~/.ssh/id_rsa", a.Sensitive)
+	}
+	for _, d := range []string{"~/.ssh", "~/.cache/x", "~/.config"} {
+		if _, ok := a.Reads[d]; !ok {
+			t.Errorf("reads %v lack %s", a.Reads, d)
+		}
+	}
+}
+
+// TestObserveAgentShellPrograms: what the agent's own shells run is kept
+// apart from its tool calls' programs, for policy learn to allow; what
+// the agent runs itself is not.
+func TestObserveAgentShellPrograms(t *testing.T) {
+	b := newBuilder()
+	ag := b.agent(100, "/usr/local/bin/codex")
+	snap := ag.spawn(200, "", "/usr/bin/bash", "bash", "-lc", "echo '# Snapshot file'")
+	snap.spawn(201, "", "/usr/bin/id", "id", "-u")
+	ag.spawn(202, "", "/usr/bin/git", "git", "status") // the agent's own, not its shells'
+	b.shell("t1", "make test")
+	ag.spawn(300, "t1", "/usr/bin/make", "make", "test")
+	smp := Observe(b.input())
+	if _, ok := smp.AgentShellPrograms["id"]; !ok || len(smp.AgentShellPrograms) != 1 {
+		t.Errorf("the agent's shells' programs %v, want id", smp.AgentShellPrograms)
+	}
+	if a := smp.Kinds["shell"]; a == nil || len(a.Programs) != 1 || a.Programs["make"] == nil {
+		t.Errorf("shell programs: %+v", smp.Kinds["shell"])
+	}
+}

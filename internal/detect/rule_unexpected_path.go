@@ -17,20 +17,25 @@ func init() {
 // unexpectedPath is the unexpected-path rule: with an allowlist of paths
 // (a learned policy's), every file outside it and outside the system
 // directories that a tool call or unexplained process read or wrote, one
-// finding per directory, access and actor.
+// finding per directory, access and actor. A path is read against the
+// session's home and the HOME the process had (homeOf), as policy learn
+// (Observe) wrote it: ~/.codex/… allows an agent's store under a HOME
+// override too.
 func unexpectedPath(s *run) []Finding {
 	if !s.pol.PathsAllowlisted() {
 		return nil
 	}
 	var g groups
-	allowed := map[int32]bool{} // by path id: paths repeat
+	allowed := map[[2]int32]bool{} // by path id and home: paths repeat
 	add := func(i int, id int32, how string) {
 		e := s.events[i]
 		p := s.paths.strs[id]
-		ok, seen := allowed[id]
+		h := s.homeOf(e)
+		ok, seen := allowed[[2]int32{id, h}]
 		if !seen {
-			ok = systemRead(p) || s.pol.AllowedPath(p, s.in.Meta.Cwd, s.home)
-			allowed[id] = ok
+			ok = systemRead(p) || s.pol.AllowedPath(p, s.in.Meta.Cwd, s.home) ||
+				h > 0 && s.pol.AllowedPath(p, s.in.Meta.Cwd, s.homes[h])
+			allowed[[2]int32{id, h}] = ok
 		}
 		if ok {
 			return
