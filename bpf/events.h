@@ -125,7 +125,7 @@ struct ev_path {
 	__u32 nlink;
 	__u16 imode;
 	__u16 obj_len;
-	__u32 _pad0;
+	__u32 obj_id; /* EVF_OBJECT: the object-path cache's id of the walk (objcache.h), 0 for none */
 };
 
 /* EV_CONNECT, EV_BIND, EV_ACCEPT, EV_SEND: then addr_len bytes of

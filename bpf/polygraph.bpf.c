@@ -90,11 +90,17 @@ const volatile __u32 sensor_pid = 0;
  * command: kill(0) and kill(-pgid) from the tree reach polygraph too. */
 const volatile __u32 sensor_pgid = 0;
 
+#include "objcache_types.h"
+
 struct scratch {
 	__u8 b[SCRATCH_SIZE];
 	__u8 span[128]; /* SPAN: fields read with one probe read */
 	struct walk_state w;
 	__u64 nrec; /* records this CPU sent from the buffer */
+	__u64 objseq; /* object-path cache offers this CPU made (objcache.h) */
+	struct obj_key ok; /* the entry an open looked up */
+	struct obj_val ov; /* the entry it may make */
+	__u8 obj_pend;     /* ov waits for its record to be in the ring */
 };
 
 /* events carries every record to user space. Its size is set by the
@@ -251,27 +257,42 @@ static __always_inline __u64 wakeup_sec(void)
 	return bpf_ringbuf_query(&sec_events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* submit_to sends the record in s to sec_events when sec, else to events. */
-static __always_inline void submit_to(struct scratch *s, __u32 data_len, bool sec)
+/* submit_to sends the record in s to sec_events when sec, else to
+ * events. It returns whether the ring took it. */
+static __always_inline bool submit_to(struct scratch *s, __u32 data_len, bool sec)
 {
 	__u64 size = DATA_OFF + (data_len & 0x1FFFF);
 	if (size > SCRATCH_SIZE)
 		size = SCRATCH_SIZE;
 	if (sec) {
-		if (bpf_ringbuf_output(&sec_events, s->b, size, wakeup_sec()))
+		if (bpf_ringbuf_output(&sec_events, s->b, size, wakeup_sec())) {
 			count_lost(LOST_SEC);
-		return;
+			return false;
+		}
+		return true;
 	}
 	/* Asking the ring how full it is costs a helper call and a read of
 	 * the line the reader writes: only every WAKEUP_EVERY records. */
 	__u64 flags = (++s->nrec & (WAKEUP_EVERY - 1)) ? BPF_RB_NO_WAKEUP : wakeup();
-	if (bpf_ringbuf_output(&events, s->b, size, flags))
+	if (bpf_ringbuf_output(&events, s->b, size, flags)) {
 		count_lost(LOST_RING);
+		return false;
+	}
+	return true;
 }
 
 /* submit_scratch sends an ordinary record; submit_sec a security-relevant one. */
 #define submit_scratch(s, n) submit_to(s, n, false)
 #define submit_sec(s, n) submit_to(s, n, true)
+
+/* bpf_rdonly_cast (6.2+) gives a kernel pointer the sensor only has as a
+ * number (read from an array slot, kept in the scratch map) its BTF type,
+ * so that its fields are loads (a faulting load, a few ns) instead of
+ * probe-read helper calls (~40 ns each). Where it is missing the probe
+ * reads are taken. TYPED(T, p) is p as a read-only struct T. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#define HAVE_TYPED (&bpf_rdonly_cast != 0)
+#define TYPED(T, p) ((struct T *)bpf_rdonly_cast((void *)(p), bpf_core_type_id_kernel(struct T)))
 
 /* dentry_links reads d's parent and name pointer, with one probe read
  * where the kernel keeps them close (d_parent is followed by d_name in
@@ -279,6 +300,12 @@ static __always_inline void submit_to(struct scratch *s, __u32 data_len, bool se
  * verifier keeps one branch). */
 static __always_inline void dentry_links(struct dentry *d, struct dentry **parent, const unsigned char **name)
 {
+	if (HAVE_TYPED) {
+		struct dentry *td = TYPED(dentry, d);
+		*parent = td->d_parent;
+		*name = td->d_name.name;
+		return;
+	}
 	__u64 po = bpf_core_field_offset(struct dentry, d_parent);
 	__u64 no = bpf_core_field_offset(struct dentry, d_name.name);
 	if (no > po && no - po <= 24 && !((no - po) & 7)) {
@@ -418,6 +445,7 @@ static __always_inline __u32 walk_base(struct task_struct *t, __s32 dfd, struct 
 	return walk_path(__builtin_preserve_access_index(&f->f_path), s, off, flags);
 }
 
+#include "objcache.h"
 #include "watch.h"
 
 /* ---- process tree ---- */
@@ -574,6 +602,13 @@ static __always_inline __u32 path_and_base(struct task_struct *t, struct scratch
 static __always_inline void file_links(struct scratch *s, struct file *f, struct inode **ino, struct vfsmount **vm,
 				       struct dentry **d)
 {
+	if (HAVE_TYPED) {
+		struct file *tf = TYPED(file, f);
+		*ino = tf->f_inode;
+		*vm = tf->f_path.mnt;
+		*d = tf->f_path.dentry;
+		return;
+	}
 	__u64 oi = bpf_core_field_offset(struct file, f_inode);
 	__u64 om = bpf_core_field_offset(struct file, f_path.mnt);
 	__u64 od = bpf_core_field_offset(struct file, f_path.dentry);
@@ -591,14 +626,23 @@ static __always_inline void file_links(struct scratch *s, struct file *f, struct
 	*d = BPF_CORE_READ(f, f_path.dentry);
 }
 
-/* inode_identity fills e's identity fields from ino. */
-static __always_inline void inode_identity(struct scratch *s, struct inode *ino, struct ev_path *e)
+/* inode_identity fills e's identity fields from ino, but for dev: it
+ * returns ino's superblock, whose s_dev the caller reads where it needs
+ * it (a cached object has it). */
+static __always_inline struct super_block *inode_identity(struct scratch *s, struct inode *ino, struct ev_path *e)
 {
 	__u64 om = bpf_core_field_offset(struct inode, i_mode);
 	__u64 os = bpf_core_field_offset(struct inode, i_sb);
 	__u64 oi = bpf_core_field_offset(struct inode, i_ino);
 	__u64 on = bpf_core_field_offset(struct inode, i_nlink);
 	struct super_block *sb;
+	if (HAVE_TYPED) {
+		struct inode *ti = TYPED(inode, ino);
+		e->imode = ti->i_mode;
+		e->ino = ti->i_ino;
+		e->nlink = ti->i_nlink;
+		return ti->i_sb;
+	}
 	if (IN_SPAN(0, om, 2) && IN_SPAN(0, os, 8) && IN_SPAN(0, oi, 8) && IN_SPAN(0, on, 4) &&
 	    !((om & 1) | (os & 7) | (oi & 7) | (on & 3))) {
 		if (bpf_probe_read_kernel(s->span, SPAN, ino))
@@ -613,7 +657,7 @@ static __always_inline void inode_identity(struct scratch *s, struct inode *ino,
 		e->ino = BPF_CORE_READ(ino, i_ino);
 		e->nlink = BPF_CORE_READ(ino, i_nlink);
 	}
-	e->dev = BPF_CORE_READ(sb, s_dev);
+	return sb;
 }
 
 /* sensitive reports whether the file e names, or the directory d is in,
@@ -623,13 +667,17 @@ static __always_inline bool sensitive(struct ev_path *e, struct dentry *d)
 	struct file_id k = {.ino = e->ino, .dev = e->dev};
 	if (bpf_map_lookup_elem(&sec_files, &k))
 		return true;
-	k.ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	if (HAVE_TYPED)
+		k.ino = TYPED(dentry, d)->d_parent->d_inode->i_ino;
+	else
+		k.ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
 	return k.ino && bpf_map_lookup_elem(&sec_files, &k);
 }
 
 /* open_object fills e's object part from the file fd now refers to: its
- * identity and, walked at off, its path. It returns the bytes written,
- * and sets *sec when the file is sensitive.
+ * identity and, walked at off, its path, or the id of the same walk done
+ * a moment ago (objcache.h). It returns the bytes written, and sets *sec
+ * when the file is sensitive.
  * The fd was installed by this very call and the task is still in it, so
  * only another thread of the process could have replaced it (close and
  * reopen in between); then the identity and path are still one file's. */
@@ -643,12 +691,19 @@ static __always_inline __u32 open_object(struct task_struct *t, long fd, struct 
 	struct vfsmount *vm;
 	struct dentry *d;
 	file_links(s, f, &ino, &vm, &d);
-	inode_identity(s, ino, e);
+	struct super_block *sb = inode_identity(s, ino, e);
+	*flags |= EVF_OBJECT;
+	if (obj_cached(s, e, d, vm, ino, sb))
+		return 0;
+	e->dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev);
 	*sec = sensitive(e, d);
 	__u8 wf = 0;
 	__u32 n = walk_from(d, vm, s, off, &wf);
 	e->obj_len = n;
-	*flags |= EVF_OBJECT | (wf & EVF_TRUNC_PATH ? EVF_TRUNC_OBJ : 0);
+	if (wf & EVF_TRUNC_PATH)
+		*flags |= EVF_TRUNC_OBJ;
+	else if (!*sec && n)
+		obj_offer(s, e);
 	return n;
 }
 
@@ -679,7 +734,8 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->nlink = 0;
 	e->imode = 0;
 	e->obj_len = 0;
-	e->_pad0 = 0;
+	e->obj_id = 0;
+	s->obj_pend = 0;
 	__u32 target = 0;
 	bool sec = false;
 	if (v.kind == EV_OPEN && ret >= 0) {
@@ -690,7 +746,8 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		off += n;
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
-	submit_to(s, off, sec);
+	if (submit_to(s, off, sec))
+		obj_remember(s);
 	if (target && target != t->tgid)
 		report_call(pi, EV_INJECT, CALL_PROC_MEM, target, v.flags, ret, true);
 	return 0;
@@ -1211,6 +1268,7 @@ static __always_inline bool at_exit(long id)
 	case NR_ptrace: case NR_process_vm_writev:
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
+	case NR_mount: case NR_umount2: case NR_move_mount: case NR_pivot_root:
 		return true;
 	}
 	return false;
@@ -1242,6 +1300,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	long id = SYSNR(regs);
 	if (!at_exit(id))
 		return 0;
+	if (changes_paths(id) && ret == 0)
+		paths_changed();
 	struct proc_info *pi = current_proc();
 	if (!pi)
 		return watch_open(id, regs, ret);

@@ -52,6 +52,10 @@
 #define NR_tgkill 234
 #define NR_pidfd_send_signal 424
 #define NR_bpf 321
+#define NR_pivot_root 155
+#define NR_mount 165
+#define NR_umount2 166
+#define NR_move_mount 429
 
 /* x86-64 syscall arguments: rdi, rsi, rdx, r10, r8, r9. */
 #define SYSARG0(r) ((r)->di)
@@ -104,6 +108,10 @@
 #define NR_tgkill 131
 #define NR_pidfd_send_signal 424
 #define NR_bpf 280
+#define NR_umount2 39
+#define NR_mount 40
+#define NR_pivot_root 41
+#define NR_move_mount 429
 
 /* arm64: x0..x5; x0 is overwritten by the return value, orig_x0 keeps it. */
 #define SYSARG0(r) ((r)->orig_x0)

@@ -592,10 +592,9 @@ static __always_inline void uring_read_req(struct scratch *s, struct io_kiocb *r
 	q->tctx = URING_TASK ? BPF_CORE_READ(req, tctx) : 0;
 }
 
-/* bpf_rdonly_cast (6.2+) types the completion's request, which the
- * tracepoint passes as void *; where it is missing the programs take
- * the probe reads instead. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+/* bpf_rdonly_cast (polygraph.bpf.c, 6.2+) types the completion's request,
+ * which the tracepoint passes as void *; where it is missing the programs
+ * take the probe reads instead. */
 
 /* uring_traced reports whether tgid is in the traced tree (a second
  * lookup for a traced process, whose completion costs more anyway). */

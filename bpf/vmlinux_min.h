@@ -30,7 +30,7 @@ typedef __u32 __be32;
 typedef __u32 __wsum;
 typedef _Bool bool;
 typedef long long loff_t;
-typedef unsigned int umode_t;
+typedef unsigned short umode_t; /* as the kernel has it: typed loads must match its size */
 typedef unsigned long size_t;
 typedef int pid_t;
 enum { false = 0, true = 1 };

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -99,6 +100,11 @@ type Decoder struct {
 	// ring keeps the first io_uring event of each process, operation
 	// and file, for the totals drained at exit (uring.go).
 	ring ringState
+	// walks names the kernel's recent object walks by id (object.go);
+	// walkHits counts the records that named one, walkMisses those whose
+	// walk never arrived (atomic: Stats reads them while decoding runs).
+	walks                walkNames
+	walkHits, walkMisses atomic.Uint64
 
 	// Events and their pointer fields come from slabs (see event.Slab).
 	evs      event.Slab[event.Event]

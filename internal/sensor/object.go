@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
 )
@@ -28,7 +29,8 @@ func objectData(b []byte, r *polygraphEvPath) ([]byte, error) {
 
 // openObject builds the Object of an open record and returns it with the
 // path the event should carry: the object's own path, where the kernel
-// gave a whole one, else requested (the path the process named).
+// gave a whole one (walked, or by the id of a walk it sent before:
+// bpf/objcache.h), else requested (the path the process named).
 func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (*event.Object, string) {
 	o := d.objSlab.New()
 	o.Dev = userDev(r.Dev)
@@ -40,15 +42,32 @@ func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (
 		// requested path says more, and the identity says which file.
 		return o, requested
 	}
-	if walkedIs(obj, requested) { // the common case: no string to build
-		return o, requested
-	}
-	if len(obj) == 0 || obj[0] == 0 {
+	var p string
+	switch {
+	case r.ObjId != 0 && r.ObjLen == 0:
+		var ok bool
+		if p, ok = d.walks.get(r.ObjId); !ok {
+			// The record that carried the walk never arrived
+			// (counted as lost where the ring dropped it).
+			d.walkMisses.Add(1)
+			return o, requested
+		}
+		d.walkHits.Add(1)
+	case walkedIs(obj, requested): // the common case: no string to build
+		p = requested
+	case len(obj) == 0 || obj[0] == 0:
 		// A pseudo file without a name (a pipe or socket reopened
 		// through /proc/self/fd/N): its name is made up when asked for.
 		return o, requested
+	default:
+		p = walked(obj)
 	}
-	p := walked(obj)
+	if r.ObjId != 0 && r.ObjLen != 0 {
+		d.walks.put(r.ObjId, r.H.Ts, p)
+	}
+	if p == requested {
+		return o, requested
+	}
 	if selfProc(requested, p, r.H.Pid, r.H.Tid) {
 		// /proc/self is a link to /proc/PID: the same file, and the
 		// name analysis knows (and PID is on the event).
@@ -57,6 +76,37 @@ func (d *Decoder) openObject(r *polygraphEvPath, obj []byte, requested string) (
 	o.PathRequested = requested
 	o.PathDiffers = differs(requested, p)
 	return o, p
+}
+
+// walkTTL is OBJ_TTL_NS (bpf/objcache.h): how long the kernel names a
+// walk by its id.
+const walkTTL = uint64(time.Second)
+
+// walkNames keeps the paths of the kernel's recent walks by id, for the
+// records that name one by id. Entries live between two and three
+// walkTTL (two maps, the older dropped when the newer is 2 walkTTL
+// old), longer than the kernel uses an id, in bounded memory.
+type walkNames struct {
+	cur, old map[uint32]string
+	since    uint64 // boot ns when cur began
+}
+
+func (w *walkNames) put(id uint32, ts uint64, p string) {
+	if w.cur == nil {
+		w.cur, w.since = make(map[uint32]string), ts
+	}
+	if ts > w.since && ts-w.since > 2*walkTTL {
+		w.old, w.cur, w.since = w.cur, make(map[uint32]string, len(w.cur)), ts
+	}
+	w.cur[id] = p
+}
+
+func (w *walkNames) get(id uint32) (string, bool) {
+	if p, ok := w.cur[id]; ok {
+		return p, true
+	}
+	p, ok := w.old[id]
+	return p, ok
 }
 
 // walkedIs reports whether walked(w) == p, without building the string.

@@ -95,7 +95,7 @@ type polygraphEvPath struct {
 	Nlink    uint32
 	Imode    uint16
 	ObjLen   uint16
-	Pad0     uint32
+	ObjId    uint32
 }
 
 type polygraphEvSock struct {
@@ -140,6 +140,27 @@ type polygraphFileId struct {
 	Pad0 uint32
 }
 
+type polygraphObjKey struct {
+	_      structs.HostLayout
+	Dentry uint64
+	Mnt    uint64
+}
+
+type polygraphObjState struct {
+	_   structs.HostLayout
+	Gen uint64
+}
+
+type polygraphObjVal struct {
+	_     structs.HostLayout
+	Inode uint64
+	Sb    uint64
+	Gen   uint64
+	Ts    uint64
+	Dev   uint32
+	Id    uint32
+}
+
 type polygraphPeerKey struct {
 	_      structs.HostLayout
 	Pid    uint32
@@ -176,7 +197,12 @@ type polygraphScratch struct {
 		Flags uint32
 		Pad   uint32
 	}
-	Nrec uint64
+	Nrec    uint64
+	Objseq  uint64
+	Ok      polygraphObjKey
+	Ov      polygraphObjVal
+	ObjPend uint8
+	_       [7]byte
 }
 
 type polygraphUringIdent struct {
@@ -234,6 +260,8 @@ type polygraphWatchKey struct {
 const (
 	polygraphMapEvents            = "events"
 	polygraphMapLost              = "lost"
+	polygraphMapObjCache          = "obj_cache"
+	polygraphMapPathGen           = "path_gen"
 	polygraphMapPeerBytes         = "peer_bytes"
 	polygraphMapScratch           = "scratch"
 	polygraphMapSecEvents         = "sec_events"
@@ -324,6 +352,8 @@ type polygraphProgramSpecs struct {
 type polygraphMapSpecs struct {
 	Events    *ebpf.MapSpec `ebpf:"events"`
 	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	ObjCache  *ebpf.MapSpec `ebpf:"obj_cache"`
+	PathGen   *ebpf.MapSpec `ebpf:"path_gen"`
 	PeerBytes *ebpf.MapSpec `ebpf:"peer_bytes"`
 	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 	SecEvents *ebpf.MapSpec `ebpf:"sec_events"`
@@ -374,6 +404,8 @@ func (o *polygraphObjects) Close() error {
 type polygraphMaps struct {
 	Events    *ebpf.Map `ebpf:"events"`
 	Lost      *ebpf.Map `ebpf:"lost"`
+	ObjCache  *ebpf.Map `ebpf:"obj_cache"`
+	PathGen   *ebpf.Map `ebpf:"path_gen"`
 	PeerBytes *ebpf.Map `ebpf:"peer_bytes"`
 	Scratch   *ebpf.Map `ebpf:"scratch"`
 	SecEvents *ebpf.Map `ebpf:"sec_events"`
@@ -388,6 +420,8 @@ func (m *polygraphMaps) Close() error {
 	return _PolygraphClose(
 		m.Events,
 		m.Lost,
+		m.ObjCache,
+		m.PathGen,
 		m.PeerBytes,
 		m.Scratch,
 		m.SecEvents,

@@ -41,4 +41,8 @@ type Stats struct {
 	TrackLost   uint64 // processes or syscalls the tracking maps had no room for
 	Dropped     uint64 // decoded events the sink could not keep up with
 	BadRecs     uint64 // records that did not decode
+	// WalkHits counts opens whose path the kernel named by the id of a
+	// walk it had sent (bpf/objcache.h); WalkUnknown those whose walk
+	// never arrived (its record lost), which carry the requested path.
+	WalkHits, WalkUnknown uint64
 }

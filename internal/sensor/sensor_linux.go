@@ -32,6 +32,7 @@ type Sensor struct {
 	reader      *ringbuf.Reader
 	secReader   *ringbuf.Reader // the security ring (secring_linux.go)
 	pend        []secRec        // security records waiting for the merge
+	clock       bootClock       // the merge's boot clock
 	secSeen     uint64          // boot time of the last look at the security ring
 	dec         *Decoder
 	queue       chan *event.Event
@@ -308,6 +309,7 @@ const drainEvery = 50 * time.Millisecond
 func (s *Sensor) readLoop() {
 	var rec ringbuf.Record
 	for {
+		s.clock.sync()
 		s.readSec()
 		wait := drainEvery
 		if len(s.pend) > 0 {
@@ -316,7 +318,7 @@ func (s *Sensor) readLoop() {
 		s.reader.SetDeadline(time.Now().Add(wait))
 		var err error
 		for n := 0; n < mainBatch; n++ {
-			before := bootNS()
+			before := s.clock.now()
 			if err = s.reader.ReadInto(&rec); err != nil {
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					// The main ring was empty at before: what it
@@ -432,6 +434,7 @@ func (s *Sensor) Stats() Stats {
 	s.mu.Lock()
 	st.Dropped, st.BadRecs = s.dropped, s.badRecs
 	s.mu.Unlock()
+	st.WalkHits, st.WalkUnknown = s.dec.walkHits.Load(), s.dec.walkMisses.Load()
 	return st
 }
 
