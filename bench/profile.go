@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/record"
 )
@@ -101,10 +101,11 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 		return nil, err
 	}
 	r := &run{e: e, wl: wl, dir: dir, result: filepath.Join(dir, "result.json"), log: filepath.Join(dir, "workload.log")}
-	progs := filepath.Join(dir, "progs.json")
-	// The helper snapshots the programs' counters right after the
-	// workload, while they are still attached.
-	cmdline := r.helperArgs("-after", "bpftool prog show --json > "+progs)
+	// The helper marks the workload's end; the bench then reads the
+	// programs' counters while they are still attached. (bpftool run by
+	// the helper cannot: the traced tree has no CAP_BPF.)
+	done := filepath.Join(dir, "done")
+	cmdline := r.helperArgs("-after", "touch "+done)
 	profPath, _ := filepath.Abs(filepath.Join(e.cfg.out, "sensor-"+wl.Name+".pprof"))
 	f, err := os.Create(profPath)
 	if err != nil {
@@ -115,9 +116,9 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return nil, err
 	}
-	ids := watchProgIDs()
+	ids := watchProgIDs(done)
 	res, err := record.Record(ctx, record.Options{Home: filepath.Join(dir, "home"), Mode: "run", Command: cmdline})
-	ours := ids.Stop()
+	stats := ids.Stop()
 	pprof.StopCPUProfile()
 	cpu1 := selfCPU()
 	if err != nil {
@@ -130,9 +131,8 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 	sp := &SensorProfile{Workload: wl.Name, WallS: s.WallS, Events: res.Meta.Events,
 		Lost:     res.Stats.RingLost + res.Stats.TrackLost + res.Stats.Dropped + res.Stats.BadRecs,
 		UserCPUS: cpu1 - cpu0}
-	sp.Progs, err = readProgStats(progs, ours)
-	if err != nil {
-		return nil, err
+	if sp.Progs = stats; len(stats) == 0 {
+		return nil, fmt.Errorf("no BPF program counters (kernel.bpf_stats_enabled, or the programs were gone)")
 	}
 	for _, p := range sp.Progs {
 		sp.BPFNS += p.RunTimeNS
@@ -148,74 +148,40 @@ func profileSensor(ctx context.Context, e *env, wl *workload, pr *ProfileResult)
 	return sp, nil
 }
 
-// readProgStats keeps the programs whose ids are in ours, busiest first.
-func readProgStats(path string, ours map[uint32]bool) ([]ProgStat, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("bpftool snapshot: %w", err)
-	}
-	var progs []struct {
-		ID        uint32 `json:"id"`
-		Name      string `json:"name"`
-		RunTimeNS uint64 `json:"run_time_ns"`
-		RunCnt    uint64 `json:"run_cnt"`
-	}
-	if err := json.Unmarshal(b, &progs); err != nil {
-		return nil, fmt.Errorf("bpftool snapshot: %w", err)
-	}
-	var out []ProgStat
-	for _, p := range progs {
-		if !ours[p.ID] || p.RunCnt == 0 {
-			continue
-		}
-		out = append(out, ProgStat{Name: p.Name, RunCnt: p.RunCnt, RunTimeNS: p.RunTimeNS, AvgNS: float64(p.RunTimeNS) / float64(p.RunCnt)})
-	}
-	slices.SortFunc(out, func(a, b ProgStat) int { return cmpF(float64(b.RunTimeNS), float64(a.RunTimeNS)) })
-	return out, nil
-}
-
-// progWatcher collects the ids of the BPF programs this process holds
-// open (from /proc/self/fdinfo), while the sensor is loaded: bpftool
-// here cannot say which process holds a program, and other polygraphs
-// may be loaded on the machine at the same time.
+// progWatcher collects the BPF programs this process holds open (from
+// /proc/self/fdinfo), while the sensor is loaded: bpftool here cannot say
+// which process holds a program, and other polygraphs may be loaded on
+// the machine at the same time. It opens each by id, and reads their
+// counters once the marker file appears (the workload's end).
 type progWatcher struct {
-	stop chan struct{}
-	done chan struct{}
-	ids  map[uint32]bool
+	stop  chan struct{}
+	done  chan struct{}
+	progs map[uint32]*ebpf.Program
+	stats []ProgStat
 }
 
-func watchProgIDs() *progWatcher {
-	w := &progWatcher{stop: make(chan struct{}), done: make(chan struct{}), ids: map[uint32]bool{}}
+func watchProgIDs(marker string) *progWatcher {
+	w := &progWatcher{stop: make(chan struct{}), done: make(chan struct{}), progs: map[uint32]*ebpf.Program{}}
 	go func() {
 		defer close(w.done)
-		t := time.NewTicker(50 * time.Millisecond)
+		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		// The programs are all loaded before the command starts: once
-		// half a second of polls found no new id, the set is complete and
-		// polling stops (it would show in the profile otherwise).
+		// half a second of polls found no new id, the set is complete.
 		for last, same := -1, 0; ; {
-			if len(w.ids) > 0 && len(w.ids) == last {
-				if same++; same >= 10 {
-					<-w.stop
-					return
-				}
+			if len(w.progs) > 0 && len(w.progs) == last {
+				same++
 			} else {
 				same = 0
 			}
-			last = len(w.ids)
-			ents, _ := os.ReadDir("/proc/self/fdinfo")
-			for _, e := range ents {
-				b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-				if err != nil {
-					continue
-				}
-				for _, l := range strings.Split(string(b), "\n") {
-					if v, ok := strings.CutPrefix(l, "prog_id:"); ok {
-						var id uint32
-						fmt.Sscanf(strings.TrimSpace(v), "%d", &id)
-						w.ids[id] = true
-					}
-				}
+			last = len(w.progs)
+			if same < 50 {
+				w.scan()
+			}
+			if _, err := os.Stat(marker); err == nil {
+				w.stats = w.read()
+				<-w.stop
+				return
 			}
 			select {
 			case <-w.stop:
@@ -227,11 +193,62 @@ func watchProgIDs() *progWatcher {
 	return w
 }
 
-// Stop ends the watch and returns the ids seen.
-func (w *progWatcher) Stop() map[uint32]bool {
+// scan opens the programs of fds it has not seen.
+func (w *progWatcher) scan() {
+	ents, _ := os.ReadDir("/proc/self/fdinfo")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "prog_id:"); ok {
+				var id uint32
+				fmt.Sscanf(strings.TrimSpace(v), "%d", &id)
+				if _, seen := w.progs[id]; !seen {
+					p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+					if err != nil {
+						p = nil
+					}
+					w.progs[id] = p
+				}
+			}
+		}
+	}
+}
+
+// read returns the counters of the programs that ran, busiest first.
+func (w *progWatcher) read() []ProgStat {
+	var out []ProgStat
+	for _, p := range w.progs {
+		if p == nil {
+			continue
+		}
+		st, err := p.Stats()
+		if err != nil || st.RunCount == 0 {
+			continue
+		}
+		name := ""
+		if info, err := p.Info(); err == nil {
+			name = info.Name
+		}
+		ns := uint64(st.Runtime)
+		out = append(out, ProgStat{Name: name, RunCnt: st.RunCount, RunTimeNS: ns, AvgNS: float64(ns) / float64(st.RunCount)})
+	}
+	slices.SortFunc(out, func(a, b ProgStat) int { return cmpF(float64(b.RunTimeNS), float64(a.RunTimeNS)) })
+	return out
+}
+
+// Stop ends the watch, closes the programs and returns their counters.
+func (w *progWatcher) Stop() []ProgStat {
 	close(w.stop)
 	<-w.done
-	return w.ids
+	for _, p := range w.progs {
+		if p != nil {
+			p.Close()
+		}
+	}
+	return w.stats
 }
 
 // profileReport runs analysis.Run on a synthetic session in this
