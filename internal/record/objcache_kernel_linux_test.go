@@ -13,9 +13,9 @@ import (
 
 // TestObjectCacheFollowsPathChanges: the kernel names a file it walked a
 // moment ago by the walk's id (bpf/objcache.h). A rename of the file's
-// directory and a mount moved elsewhere, both done by a process outside
-// the tree between two opens of the same file, must give the second open
-// the new path; a symlink to a cached file is still named by the file's
+// directory (by rename(2), then by io_uring) and a mount moved elsewhere,
+// done by processes outside the tree between two opens of the same file,
+// must give the later open the new path; a symlink to a cached file is still named by the file's
 // own path, with what was asked for beside it; a hard link is its own
 // name.
 func TestObjectCacheFollowsPathChanges(t *testing.T) {
@@ -47,6 +47,7 @@ func TestObjectCacheFollowsPathChanges(t *testing.T) {
 	} else {
 		t.Log("cannot mount a tmpfs here: the moved-mount case is skipped")
 	}
+	uring := buildC(t, "uring")
 
 	// The tree opens each file three times, waits while the test renames
 	// and moves outside it, then opens them under their new names.
@@ -54,19 +55,14 @@ func TestObjectCacheFollowsPathChanges(t *testing.T) {
 touch %[1]s/ready; while [ ! -e %[1]s/go ]; do sleep 0.01; done
 cat %[1]s/b/f >/dev/null; [ -e %[1]s/m2/g ] && cat %[1]s/m2/g >/dev/null
 ln -s %[1]s/b/f %[1]s/s && cat %[1]s/s >/dev/null
-ln %[1]s/b/f %[1]s/h && cat %[1]s/h >/dev/null; true`, dir)
+ln %[1]s/b/f %[1]s/h && cat %[1]s/h >/dev/null
+touch %[1]s/ready2; while [ ! -e %[1]s/go2 ]; do sleep 0.01; done
+cat %[1]s/c/f >/dev/null; true`, dir)
 	done := make(chan error, 1)
 	go func() {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				done <- fmt.Errorf("the tree never got ready")
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		if err := waitFor(filepath.Join(dir, "ready")); err != nil {
+			done <- err
+			return
 		}
 		if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "b")); err != nil {
 			done <- err
@@ -78,7 +74,19 @@ ln %[1]s/b/f %[1]s/h && cat %[1]s/h >/dev/null; true`, dir)
 				return
 			}
 		}
-		done <- os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+			done <- err
+			return
+		}
+		if err := waitFor(filepath.Join(dir, "ready2")); err != nil {
+			done <- err
+			return
+		}
+		if out, err := exec.Command(uring, "rename", filepath.Join(dir, "b"), filepath.Join(dir, "c")).CombinedOutput(); err != nil {
+			done <- fmt.Errorf("io_uring rename: %v: %s", err, out)
+			return
+		}
+		done <- os.WriteFile(filepath.Join(dir, "go2"), nil, 0o644)
 	}()
 	res, evs := recordScript(t, dir, script, 0)
 	if err := <-done; err != nil {
@@ -122,6 +130,7 @@ ln %[1]s/b/f %[1]s/h && cat %[1]s/h >/dev/null; true`, dir)
 	check(filepath.Join(dir, "b", "f"), filepath.Join(dir, "b", "f"), "", 1)
 	check(filepath.Join(dir, "s"), filepath.Join(dir, "b", "f"), "symlink", 1)
 	check(filepath.Join(dir, "h"), filepath.Join(dir, "h"), "", 1)
+	check(filepath.Join(dir, "c", "f"), filepath.Join(dir, "c", "f"), "", 1)
 	if mounted {
 		check(filepath.Join(m1, "g"), filepath.Join(m1, "g"), "", 3)
 		check(filepath.Join(m2, "g"), filepath.Join(m2, "g"), "", 1)
@@ -134,4 +143,18 @@ ln %[1]s/b/f %[1]s/h && cat %[1]s/h >/dev/null; true`, dir)
 		t.Errorf("%d opens named a walk that never arrived", res.Stats.WalkUnknown)
 	}
 	t.Logf("walk hits %d", res.Stats.WalkHits)
+}
+
+// waitFor waits up to a minute for path to exist.
+func waitFor(path string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s never appeared", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

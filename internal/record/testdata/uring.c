@@ -1,5 +1,6 @@
 /* Every io_uring operation the sensor must see, by raw syscalls (no
- * liburing): uring CRED WORKDIR PORT UDPPORT, run in WORKDIR. */
+ * liburing): uring CRED WORKDIR PORT UDPPORT, run in WORKDIR.
+ * uring rename OLD NEW: only a rename, by an io-wq worker. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -80,11 +81,18 @@ static int op(const char *what, struct io_uring_sqe *s)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) return 1;
-	const char *cred = argv[1], *work = argv[2];
 	char abs[4096], buf[64];
 	struct io_uring_sqe s;
 	memset(&s, 0, sizeof s);
+	if (argc == 4 && !strcmp(argv[1], "rename")) {
+		setup();
+		s.opcode = IORING_OP_RENAMEAT; s.fd = AT_FDCWD; s.addr = (unsigned long)argv[2];
+		s.len = AT_FDCWD; s.addr2 = (unsigned long)argv[3]; s.flags = IOSQE_ASYNC;
+		op("renameat", &s);
+		return 0;
+	}
+	if (argc != 5) return 1;
+	const char *cred = argv[1], *work = argv[2];
 	setup();
 
 	s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)cred; s.open_flags = O_RDONLY;
