@@ -57,6 +57,16 @@ static __always_inline bool watch_hit(struct task_struct *t, long fd)
 	if (!f)
 		return false;
 	struct watch_key k = {};
+	if (HAVE_TYPED) { /* loads, not nine probe-read calls */
+		struct file *tf = TYPED(file, f);
+		struct inode *in = tf->f_inode;
+		k.dev = in->i_sb->s_dev;
+		k.ino = in->i_ino;
+		if (bpf_map_lookup_elem(&watched, &k))
+			return true;
+		k.ino = tf->f_path.dentry->d_parent->d_inode->i_ino;
+		return bpf_map_lookup_elem(&watched, &k) != NULL;
+	}
 	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	if (bpf_map_lookup_elem(&watched, &k))
