@@ -97,6 +97,7 @@ type Decoder struct {
 	// paths maps the bytes of an absolute path a process passed to the
 	// path its events carry, so a path opened again costs one lookup.
 	paths map[string]string
+	key   []byte // scratch for a relative path's key in paths
 	// ring keeps the first io_uring event of each process, operation
 	// and file, for the totals drained at exit (uring.go).
 	ring ringState
@@ -156,9 +157,18 @@ func (d *Decoder) path(pid uint32, p, base []byte) string {
 	if i := bytes.IndexByte(p, 0); i >= 0 {
 		p = p[:i]
 	}
+	// The cache's key is the absolute path itself, or for a relative one
+	// NUL, the path, NUL and the walked base (which an absolute path,
+	// starting with '/', cannot be). A relative path is never a
+	// /proc/self/fd/N name: it depends on its bytes and its base alone.
+	key := p
 	cacheable := len(p) > 0 && p[0] == '/' && !bytes.HasPrefix(p, []byte("/proc/")) && !bytes.HasPrefix(p, []byte("/dev/fd/"))
+	if !cacheable && (len(p) == 0 || p[0] != '/') && len(base) > 0 {
+		d.key = append(append(append(append(d.key[:0], 0), p...), 0), base...)
+		key, cacheable = d.key, true
+	}
 	if cacheable {
-		if v, ok := d.paths[string(p)]; ok { // no allocation for the lookup
+		if v, ok := d.paths[string(key)]; ok { // no allocation for the lookup
 			return v
 		}
 	}
@@ -167,7 +177,7 @@ func (d *Decoder) path(pid uint32, p, base []byte) string {
 		if len(d.paths) >= maxPaths {
 			clear(d.paths)
 		}
-		d.paths[string(p)] = v
+		d.paths[string(key)] = v
 	}
 	return v
 }
@@ -284,11 +294,15 @@ func walked(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	parts := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	b = bytes.TrimRight(b, "\x00")
+	// One allocation: the components, root-most first, each after a '/'.
 	var sb strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
+	sb.Grow(len(b) + 1)
+	for end := len(b); end >= 0; {
+		start := bytes.LastIndexByte(b[:end], 0) + 1
 		sb.WriteByte('/')
-		sb.WriteString(parts[i])
+		sb.Write(b[start:end])
+		end = start - 1
 	}
 	return sb.String()
 }

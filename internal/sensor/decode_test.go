@@ -267,3 +267,27 @@ func BenchmarkDecodeOpen(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeOpenRelative is BenchmarkDecodeOpen for paths relative
+// to the cwd, which the kernel sends walked (grep -r, a build): the name
+// and the base resolve once, then come from the cache.
+func BenchmarkDecodeOpenRelative(b *testing.B) {
+	d := NewDecoder(time.Unix(0, 0))
+	base := []byte("repo\x00work\x00root\x00")
+	recs := make([][]byte, 512)
+	for i := range recs {
+		p := []byte(fmt.Sprintf("internal/d%02d/f%03d.go\x00", i/100, i%100))
+		r := polygraphEvPath{H: hdr(evOpen, 1, 1, 1, "grep"), Result: 3, Flags: 0, PathLen: uint16(len(p)), BaseLen: uint16(len(base))}
+		recs[i] = rec(&r, append(p, base...))
+	}
+	e, err := d.Decode(recs[7])
+	if err != nil || e.Path != "/root/work/repo/internal/d00/f007.go" {
+		b.Fatalf("decoded %v (%v)", e, err)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := d.Decode(recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
