@@ -115,6 +115,15 @@ struct file {
 	void *private_data;
 };
 
+/* A FIFO's open file holds its pipe in private_data: the counts of open
+ * ends, and the counters each open of a side bumps. */
+struct pipe_inode_info {
+	unsigned int readers;
+	unsigned int writers;
+	unsigned int r_counter;
+	unsigned int w_counter;
+};
+
 struct fdtable {
 	unsigned int max_fds;
 	struct file **fd;
