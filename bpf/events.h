@@ -33,6 +33,8 @@ enum ev_kind {
 	EV_SIGNAL = 16, /* struct ev_call */
 	EV_BPF = 17,    /* struct ev_call */
 	EV_HANDLE = 18, /* struct ev_path: name_to_handle_at */
+	EV_PEER = 19,   /* struct ev_peer: an outside process opened the other end of the tree's FIFO */
+	EV_MEMREAD = 20, /* struct ev_call: a read of another process's memory or registers */
 };
 
 /* Limits of the variable parts (documented in README, "What is recorded"). */
@@ -128,6 +130,26 @@ struct ev_path {
 	__u32 obj_id; /* EVF_OBJECT: the object-path cache's id of the walk (objcache.h), 0 for none */
 };
 
+/* EV_PEER: a FIFO opened by a process of the tree and, at its other end,
+ * by one outside it: sent by whichever open returned second (the tree's,
+ * after its open record; or the outside one's). The header is the tree's
+ * opener's (for the outside open, as it opened); then path_len bytes of
+ * the FIFO's path and exe_len of the outside process's executable (both
+ * walked). flags is the outside process's open flags (for the tree's
+ * open, just the access mode of its side). */
+struct ev_peer {
+	struct ev_header h;
+	__u64 ino;
+	__u32 dev;
+	__u32 peer_pid; /* the outside opener (tgid) */
+	__u32 flags;    /* its open flags */
+	__u16 imode;
+	__u16 path_len;
+	__u16 exe_len;
+	__u16 _pad0;
+	__u32 _pad1;
+};
+
 /* EV_CONNECT, EV_BIND, EV_ACCEPT, EV_SEND: then addr_len bytes of
  * sockaddr, built from the socket (accept; connect whose socket has a
  * peer: SF_SOCK) or as the process passed it (bind; a connect that left no
@@ -153,7 +175,7 @@ struct ev_sock {
 #define SF_FASTOPEN (1 << 2)    /* connect: a TCP Fast Open sendto/sendmsg */
 #define SF_PEER_TRACKED (1 << 3) /* unix connect: the peer is in the traced tree */
 
-/* EV_INJECT, EV_SIGNAL, EV_BPF: a call aimed at another process or at
+/* EV_INJECT, EV_MEMREAD, EV_SIGNAL, EV_BPF: a call aimed at another process or at
  * the kernel. method is CALL_*; arg the ptrace request, the signal or the
  * bpf command. */
 struct ev_call {
@@ -166,7 +188,7 @@ struct ev_call {
 	__u8 ns_local; /* inject: the caller is in a child pid namespace: target is its number there */
 	__u8 _pad0;
 	__u32 _pad1;
-	__u64 target_image_ns; /* inject, adopted: the image_ns its events carry from now */
+	__u64 target_image_ns; /* inject, memread: the target's image where it is in the tree or adopted (0: outside) */
 };
 
 /* ev_call.method */
@@ -178,6 +200,7 @@ struct ev_call {
 #define CALL_TGKILL 6
 #define CALL_PIDFD 7 /* pidfd_send_signal */
 #define CALL_BPF 8
+#define CALL_VM_READV 9 /* process_vm_readv (memread) */
 
 /* EV_DNS: a message the tree sent to port 53; then addr (sockaddr of the
  * server, may be empty) and data_len bytes of the DNS message. */

@@ -35,6 +35,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_INET6 10
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
+#define S_IFIFO 0010000
 #define SIGNAL_GROUP_EXIT 0x00000004
 #define EAGAIN 11
 #define O_WRONLY 01
@@ -82,6 +83,7 @@ _Static_assert(sizeof(struct ev_exec) <= DATA_OFF, "ev_exec overlaps data");
 _Static_assert(sizeof(struct ev_path) <= DATA_OFF, "ev_path overlaps data");
 _Static_assert(sizeof(struct ev_sock) <= DATA_OFF, "ev_sock overlaps data");
 _Static_assert(sizeof(struct ev_dns) <= DATA_OFF, "ev_dns overlaps data");
+_Static_assert(sizeof(struct ev_peer) <= DATA_OFF, "ev_peer overlaps data");
 
 /* sensor_pid is polygraph's own pid (set at load): a signal the tree aims
  * at it is a tamper signal. */
@@ -202,6 +204,7 @@ const struct ev_path *_unused_path __attribute__((unused));
 const struct ev_sock *_unused_sock __attribute__((unused));
 const struct ev_dns *_unused_dns __attribute__((unused));
 const struct ev_call *_unused_call __attribute__((unused));
+const struct ev_peer *_unused_peer __attribute__((unused));
 
 static __always_inline void count_lost(__u32 slot)
 {
@@ -674,6 +677,12 @@ static __always_inline bool sensitive(struct ev_path *e, struct dentry *d)
 	return k.ino && bpf_map_lookup_elem(&sec_files, &k);
 }
 
+/* on_procfs reports whether sb is a /proc. */
+static __always_inline bool on_procfs(struct super_block *sb)
+{
+	return (HAVE_TYPED ? TYPED(super_block, sb)->s_magic : BPF_CORE_READ(sb, s_magic)) == PROC_SUPER_MAGIC;
+}
+
 /* open_object fills e's object part from the file fd now refers to: its
  * identity and, walked at off, its path, or the id of the same walk done
  * a moment ago (objcache.h). It returns the bytes written, and sets *sec
@@ -702,14 +711,15 @@ static __always_inline __u32 open_object(struct task_struct *t, long fd, struct 
 	e->obj_len = n;
 	if (wf & EVF_TRUNC_PATH)
 		*flags |= EVF_TRUNC_OBJ;
-	else if (!*sec && n)
-		obj_offer(s, e);
+	else if (!*sec && n && !on_procfs(sb))
+		obj_offer(s, e); /* /proc is walked every time: /proc/PID/mem is judged by its walked name */
 	return n;
 }
 
 static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, const __u8 *leaf);
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt);
+static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd, __u32 flags);
 
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
@@ -738,18 +748,22 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	s->obj_pend = 0;
 	__u32 target = 0;
 	bool sec = false;
+	bool fifo = false;
 	if (v.kind == EV_OPEN && ret >= 0) {
 		__u32 n = open_object(t, ret, e, s, off, &flags, &sec);
-		/* /proc/PID/mem opened for writing: an inject */
-		if (n >= 4 && (v.flags & 3))
+		/* /proc/PID/mem: opened for writing an inject, else a memread */
+		if (n >= 4)
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
+		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	if (submit_to(s, off, sec))
 		obj_remember(s);
+	if (fifo) /* after the open's record: it reuses the buffer */
+		fifo_tracked(pi, t, ret, v.flags);
 	if (target && target != t->tgid)
-		report_call(pi, EV_INJECT, CALL_PROC_MEM, target, v.flags, ret, true);
+		report_call(pi, v.flags & 3 ? EV_INJECT : EV_MEMREAD, CALL_PROC_MEM, target, v.flags, ret, v.flags & 3);
 	return 0;
 }
 
@@ -1045,6 +1059,9 @@ static __always_inline int report_dns(struct proc_info *pi, struct sock *sk, str
 	return 0;
 }
 
+static __always_inline void report_unix_send(struct proc_info *pi, struct sock_view *v, long fd, __u64 uaddr,
+					     __u32 alen, long ret);
+
 /* report_sent handles a send: its DNS message, and its destination where
  * it names one (read once, for both). The socket lookup is paid here
  * only, on sends. */
@@ -1058,6 +1075,8 @@ static __always_inline int report_sent(struct proc_info *pi, long fd, __u64 uadd
 	read_sock_view(sk, &v);
 	if (v.type == SOCK_STREAM && (mflags & MSG_FASTOPEN) && uaddr)
 		report_fastopen(pi, sk, &v, fd, uaddr, alen, ret);
+	if (v.family == AF_UNIX && v.type == SOCK_DGRAM && uaddr)
+		report_unix_send(pi, &v, fd, uaddr, alen, ret);
 	__u8 sa[28] = {};
 	__u32 n = 0;
 	if (uaddr && v.type != SOCK_STREAM) { /* a connected stream ignores the address */
@@ -1177,7 +1196,7 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 		/* the number is the caller's namespace's: another process's
 		 * here, so nothing is looked up or adopted under it */
 		e->ns_local = 1;
-	} else if (kind == EV_INJECT && target && (target = tgid_of(target)) != sensor_pid) {
+	} else if ((kind == EV_INJECT || kind == EV_MEMREAD) && target && (target = tgid_of(target)) != sensor_pid) {
 		e->target = target;
 		struct proc_info *tpi = bpf_map_lookup_elem(&tracked, &target);
 		if (tpi) {
@@ -1246,6 +1265,8 @@ static __always_inline bool at_sensor(__s32 pid, __u32 sig)
 	return true;
 }
 
+#include "edge.h"
+
 /* ---- the syscall dispatch ---- */
 
 #define A(i) SYSARG##i(regs)
@@ -1265,7 +1286,7 @@ static __always_inline bool at_exit(long id)
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg:
 	case NR_open_by_handle_at: case NR_name_to_handle_at:
-	case NR_ptrace: case NR_process_vm_writev:
+	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
 	case NR_mount: case NR_umount2: case NR_move_mount: case NR_pivot_root:
@@ -1303,8 +1324,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (changes_paths(id) && ret == 0)
 		paths_changed();
 	struct proc_info *pi = current_proc();
-	if (!pi)
+	if (!pi) {
+		fifo_outside(id, regs, ret);
 		return watch_open(id, regs, ret);
+	}
 #define report(...) report_op(pi, __VA_ARGS__, ret)
 	switch (id) {
 	case NR_openat:
@@ -1389,14 +1412,12 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			bpf_loop(ret < MMSG_MAX ? ret : MMSG_MAX, mmsg_step, &c, 0);
 		return 0;
 	}
-	case NR_ptrace: {
-		long req = A(0);
-		if (req != PTRACE_ATTACH && req != PTRACE_SEIZE && req != PTRACE_POKETEXT && req != PTRACE_POKEDATA)
-			return 0;
-		return report_call(pi, EV_INJECT, CALL_PTRACE, A(1), req, ret, ret == 0);
-	}
+	case NR_ptrace:
+		return report_ptrace(pi, A(0), A(1), ret);
 	case NR_process_vm_writev:
 		return report_call(pi, EV_INJECT, CALL_VM_WRITEV, A(0), 0, ret, ret > 0);
+	case NR_process_vm_readv:
+		return report_call_once(pi, EV_MEMREAD, CALL_VM_READV, A(0), 0, ret, false);
 	case NR_kill:
 		if (!at_sensor(A(0), A(1)))
 			return 0;

@@ -47,6 +47,7 @@
 #define NR_open_by_handle_at 304
 #define NR_ptrace 101
 #define NR_process_vm_writev 311
+#define NR_process_vm_readv 310
 #define NR_kill 62
 #define NR_tkill 200
 #define NR_tgkill 234
@@ -103,6 +104,7 @@
 #define NR_open_by_handle_at 265
 #define NR_ptrace 117
 #define NR_process_vm_writev 271
+#define NR_process_vm_readv 270
 #define NR_kill 129
 #define NR_tkill 130
 #define NR_tgkill 131

@@ -115,6 +115,21 @@ struct file {
 	void *private_data;
 };
 
+/* Only for its first member, a struct file *: bpf_rdonly_cast types an
+ * fd table slot as one (see fd_file_typed in edge.h). */
+struct kiocb {
+	struct file *ki_filp;
+};
+
+/* A FIFO's open file holds its pipe in private_data: the counts of open
+ * ends, and the counters each open of a side bumps. */
+struct pipe_inode_info {
+	unsigned int readers;
+	unsigned int writers;
+	unsigned int r_counter;
+	unsigned int w_counter;
+};
+
 struct fdtable {
 	unsigned int max_fds;
 	struct file **fd;

@@ -221,10 +221,18 @@ func eventDetails(ev *event.Event) string {
 		add(resultText(ev, false))
 	case event.KindHandle:
 		add(path(ev.Path, ev.PathTruncated), resultText(ev, false))
-	case event.KindInject, event.KindSignal, event.KindBPF:
+	case event.KindPeer:
+		add(path(ev.Path, ev.PathTruncated), "other end", ev.Access, "by", fmt.Sprintf("%d %s", ev.PeerPID(), quoteWord(ev.PeerExe())))
+	case event.KindInject, event.KindMemRead, event.KindSignal, event.KindBPF:
 		add(ev.Method())
 		if ev.TargetPID() != 0 {
 			add("pid", strconv.FormatUint(uint64(ev.TargetPID()), 10))
+		}
+		if ev.TargetExe() != "" {
+			add(quoteWord(ev.TargetExe()))
+		}
+		if in := ev.TargetInTree(); in != nil && !*in {
+			add("(outside the tree)")
 		}
 		if ev.Adopted() {
 			add("(adopted)")

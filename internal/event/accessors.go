@@ -395,6 +395,24 @@ func (e *Event) Adopted() bool {
 	return e.Call.Adopted
 }
 
+// TargetExe is Call.TargetExe, or its zero value when e has no Call.
+func (e *Event) TargetExe() string {
+	if e.Call == nil {
+		var zero string
+		return zero
+	}
+	return e.Call.TargetExe
+}
+
+// TargetInTree is Call.TargetInTree, or its zero value when e has no Call.
+func (e *Event) TargetInTree() *bool {
+	if e.Call == nil {
+		var zero *bool
+		return zero
+	}
+	return e.Call.TargetInTree
+}
+
 // TargetNSLocal is Call.TargetNSLocal, or its zero value when e has no Call.
 func (e *Event) TargetNSLocal() bool {
 	if e.Call == nil {

@@ -38,6 +38,18 @@ const (
 	// KindInject is a write into another process: ptrace attach, seize or
 	// poke, process_vm_writev, or an open of /proc/PID/mem for writing.
 	KindInject Kind = "inject"
+	// KindMemRead is a read of another process's memory or registers:
+	// ptrace peek or get-registers, process_vm_readv, or an open of
+	// /proc/PID/mem for reading (the first per caller, target and
+	// request). Unlike an inject it does not bring the target into the
+	// tree.
+	KindMemRead Kind = "memread"
+	// KindPeer is a FIFO with a process of the tree on one end and one
+	// outside it on the other, as the last openers of each end: the event
+	// is the tree's opener's (PID, ExecID; at the time of the later of the
+	// two opens), Path and Object the FIFO, Access the outside process's
+	// end, and PeerPID, PeerExe the outside process (PeerInTree false).
+	KindPeer Kind = "peer"
 	// KindSignal is a signal the tree aimed at polygraph itself.
 	KindSignal Kind = "signal"
 	// KindBPF is a bpf(2) call.
@@ -52,7 +64,7 @@ const (
 // Kinds lists every kind in a stable order (for help texts and validation).
 var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir,
 	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle,
-	KindInject, KindSignal, KindBPF, KindUring}
+	KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -101,10 +113,10 @@ type Event struct {
 	// and in sessions recorded before the sensor took it).
 	*Object
 
-	// connect, bind, accept, dns, net, send, uring (nil for the other kinds)
+	// connect, bind, accept, dns, net, send, uring, peer (nil for the other kinds)
 	*Network
 
-	// inject, signal, bpf (nil for the other kinds)
+	// inject, memread, signal, bpf (nil for the other kinds)
 	*Call
 
 	// an operation done through io_uring (nil for a syscall's)
@@ -231,25 +243,38 @@ type Network struct {
 	FastOpen bool `json:"fastopen,omitempty"`
 	// connect to a Unix socket: the process that listened on it, its
 	// executable, and whether it is in the traced tree (nil: not known).
+	// On a peer event: the process outside the tree on the FIFO's other
+	// end.
 	PeerPID    uint32 `json:"peer_pid,omitempty"`
 	PeerExe    string `json:"peer_exe,omitempty"`
 	PeerInTree *bool  `json:"peer_in_tree,omitempty"`
 }
 
-// Call holds the fields of inject, signal and bpf events (see Process).
+// Call holds the fields of inject, memread, signal and bpf events (see Process).
 type Call struct {
 	// inject, signal: the process aimed at (its pid as the caller named
 	// it), and for an inject the image its events carry from then on.
 	TargetPID    uint32 `json:"target_pid,omitempty"`
 	TargetExecID string `json:"target_exec_id,omitempty"`
 	// Method is how: ptrace_attach, ptrace_seize, ptrace_poketext,
-	// ptrace_pokedata, process_vm_writev, proc_mem (inject); kill, tkill,
+	// ptrace_pokedata, ptrace_pokeuser, ptrace_setregs, ptrace_setfpregs,
+	// ptrace_setregset, process_vm_writev, proc_mem (inject);
+	// ptrace_peektext, ptrace_peekdata, ptrace_peekuser, ptrace_getregs,
+	// ptrace_getfpregs, ptrace_getregset, process_vm_readv, proc_mem
+	// (memread); kill, tkill,
 	// tgkill, pidfd_send_signal (signal); bpf.
 	Method string `json:"method,omitempty"`
 	// Adopted (inject): the target was outside the tree; it is traced
 	// from this call on, its image's parent_exec_id the injector's image,
 	// so its later events are attributed through the injector.
 	Adopted bool `json:"adopted,omitempty"`
+	// TargetExe (inject, memread) is the target's executable, read from
+	// /proc when the event was decoded ("" if it had gone, or in a
+	// recorded replay).
+	TargetExe string `json:"target_exe,omitempty"`
+	// TargetInTree (inject, memread) says whether the target was in the
+	// traced tree before the call (nil: not known, TargetNSLocal).
+	TargetInTree *bool `json:"target_in_tree,omitempty"`
 	// TargetNSLocal (inject, by pid): the caller is in a child pid
 	// namespace, so TargetPID is the target's number there, not the
 	// host's; it was neither looked up nor adopted.
@@ -305,11 +330,11 @@ func (e *Event) Complete() {
 		if e.Process == nil {
 			e.Process = &Process{}
 		}
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindUring:
+	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindUring, KindPeer:
 		if e.Network == nil {
 			e.Network = &Network{}
 		}
-	case KindInject, KindSignal, KindBPF:
+	case KindInject, KindSignal, KindBPF, KindMemRead:
 		if e.Call == nil {
 			e.Call = &Call{}
 		}

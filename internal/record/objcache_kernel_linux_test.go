@@ -158,3 +158,28 @@ func waitFor(path string) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestProcMemNeverCached: whether an open of /proc/PID/mem is an inject is
+// judged from its walked name, so /proc is never named by a cached walk:
+// /proc/PID/mem opened for reading and then for writing is an inject the
+// second time too.
+func TestProcMemNeverCached(t *testing.T) {
+	dir := t.TempDir()
+	script := `sleep 30 & P=$!
+cat /proc/$P/mem >/dev/null 2>&1; cat /proc/$P/mem >/dev/null 2>&1
+exec 3<>/proc/$P/mem; exec 3>&-
+echo $P > victim; kill $P`
+	_, evs := recordWith(t, Options{Command: []string{"sh", "-c", script}, Dir: dir, KeepCaps: true})
+	b, err := os.ReadFile(filepath.Join(dir, "victim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim uint32
+	fmt.Sscan(string(b), &victim)
+	inj := find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindInject && e.Method() == "proc_mem" && e.TargetPID() == victim
+	})
+	if inj == nil {
+		t.Fatalf("opening /proc/%d/mem for writing after reading it twice is no inject", victim)
+	}
+}

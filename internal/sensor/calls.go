@@ -10,9 +10,10 @@ import (
 
 // ev_call.method (bpf/events.h, CALL_*).
 var callMethods = [...]string{1: "ptrace", 2: "process_vm_writev", 3: "proc_mem", 4: "kill", 5: "tkill", 6: "tgkill",
-	7: "pidfd_send_signal", 8: "bpf"}
+	7: "pidfd_send_signal", 8: "bpf", 9: "process_vm_readv"}
 
-var callKinds = map[uint8]event.Kind{evInject: event.KindInject, evSignal: event.KindSignal, evBPF: event.KindBPF}
+var callKinds = map[uint8]event.Kind{evInject: event.KindInject, evSignal: event.KindSignal, evBPF: event.KindBPF,
+	evMemRead: event.KindMemRead}
 
 // byHandleFlag marks, in an open record's flags, an open_by_handle_at
 // (BY_HANDLE in bpf/polygraph.bpf.c): no path was named.
@@ -30,12 +31,18 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 		c.Method = callMethods[r.Method]
 	}
 	switch r.H.Kind {
-	case evInject:
+	case evInject, evMemRead:
 		c.TargetPID = r.Target
 		if r.Method == 1 {
 			c.Method = ptraceRequest(r.Arg)
 		}
 		c.TargetNSLocal = r.NsLocal != 0
+		if !c.TargetNSLocal {
+			// before the call: an adopted target was outside
+			in := r.TargetImageNs != 0 && r.Adopted == 0
+			c.TargetInTree = &in
+			c.TargetExe = d.exe(r.Target)
+		}
 		if r.TargetImageNs != 0 {
 			c.TargetExecID = event.ExecID(r.Target, r.TargetImageNs)
 		}
@@ -55,7 +62,15 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 	return e, nil
 }
 
+// ptraceRequests names the ptrace requests the sensor reports.
+var ptraceRequests = map[uint32]string{1: "ptrace_peektext", 2: "ptrace_peekdata", 3: "ptrace_peekuser",
+	6: "ptrace_pokeuser", 12: "ptrace_getregs", 13: "ptrace_setregs", 14: "ptrace_getfpregs", 15: "ptrace_setfpregs",
+	0x4204: "ptrace_getregset", 0x4205: "ptrace_setregset"}
+
 func ptraceRequest(req uint32) string {
+	if n, ok := ptraceRequests[req]; ok {
+		return n
+	}
 	switch req {
 	case 4:
 		return "ptrace_poketext"

@@ -87,6 +87,11 @@ type Decoder struct {
 	// which need not be polygraph's. The live sensor reads it from /proc
 	// (home_linux.go); a decoder of recorded bytes has none.
 	Home func(pid uint32) string
+	// Exe, when set, gives the executable of process pid, for the events
+	// naming a process the kernel could not walk the executable of (a
+	// memread's or inject's target, a FIFO's outside peer that exited).
+	// The live sensor reads /proc (exe_linux.go).
+	Exe func(pid uint32) string
 
 	procs map[uint32]*proc
 	comms map[string]string // interned comm strings: few distinct values
@@ -234,8 +239,10 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeSock(b)
 	case evDNS:
 		return d.decodeDNS(b)
-	case evInject, evSignal, evBPF:
+	case evInject, evSignal, evBPF, evMemRead:
 		return d.decodeCall(b)
+	case evPeer:
+		return d.decodePeer(b)
 	case evUring:
 		return d.decodeUring(b)
 	}
@@ -271,9 +278,9 @@ func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
 	switch kind {
 	case event.KindExec, event.KindFork, event.KindExit:
 		e.Process = d.procSlab.New()
-	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet, event.KindSend:
+	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet, event.KindSend, event.KindPeer:
 		e.Network = d.netSlab.New()
-	case event.KindInject, event.KindSignal, event.KindBPF:
+	case event.KindInject, event.KindSignal, event.KindBPF, event.KindMemRead:
 		e.Call = &event.Call{}
 	}
 	p := d.procs[h.Pid]

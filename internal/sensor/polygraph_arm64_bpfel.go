@@ -13,6 +13,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type polygraphCallKey struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Target uint32
+	Arg    uint32
+	Kind   uint8
+	Method uint8
+	Ok     uint8
+	Pad    uint8
+}
+
 type polygraphEvCall struct {
 	_             structs.HostLayout
 	H             polygraphEvHeader
@@ -98,6 +109,20 @@ type polygraphEvPath struct {
 	ObjId    uint32
 }
 
+type polygraphEvPeer struct {
+	_       structs.HostLayout
+	H       polygraphEvHeader
+	Ino     uint64
+	Dev     uint32
+	PeerPid uint32
+	Flags   uint32
+	Imode   uint16
+	PathLen uint16
+	ExeLen  uint16
+	Pad0    uint16
+	Pad1    uint32
+}
+
 type polygraphEvSock struct {
 	_        structs.HostLayout
 	H        polygraphEvHeader
@@ -131,6 +156,32 @@ type polygraphEvUring struct {
 	AddrLen  uint16
 	Pad0     uint32
 	FileKey  uint64
+}
+
+type polygraphFifoEnds struct {
+	_   structs.HostLayout
+	End [2]struct {
+		_       structs.HostLayout
+		Tgid    uint32
+		Tid     uint32
+		Ppid    uint32
+		Counter uint32
+		Fd      uint32
+		Pad0    uint32
+		File    uint64
+		Pipe    uint64
+		Ts      uint64
+		ImageNs uint64
+		Comm    [16]int8
+	}
+	Seq uint64
+}
+
+type polygraphFifoPair struct {
+	_   structs.HostLayout
+	F   polygraphFileId
+	Rts uint64
+	Wts uint64
 }
 
 type polygraphFileId struct {
@@ -205,6 +256,14 @@ type polygraphScratch struct {
 	_       [7]byte
 }
 
+type polygraphUnixDest struct {
+	_    structs.HostLayout
+	Pid  uint32
+	Len  uint16
+	Pad  uint16
+	Addr [112]uint8
+}
+
 type polygraphUringIdent struct {
 	_     structs.HostLayout
 	Ino   uint64
@@ -258,7 +317,10 @@ type polygraphWatchKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	polygraphMapCallsSeen         = "calls_seen"
 	polygraphMapEvents            = "events"
+	polygraphMapFifoEnds          = "fifo_ends"
+	polygraphMapFifoPairs         = "fifo_pairs"
 	polygraphMapLost              = "lost"
 	polygraphMapObjCache          = "obj_cache"
 	polygraphMapPathGen           = "path_gen"
@@ -267,6 +329,7 @@ const (
 	polygraphMapSecEvents         = "sec_events"
 	polygraphMapSecFiles          = "sec_files"
 	polygraphMapTracked           = "tracked"
+	polygraphMapUnixSent          = "unix_sent"
 	polygraphMapUringPend         = "uring_pend"
 	polygraphMapUringSeen         = "uring_seen"
 	polygraphMapWatched           = "watched"
@@ -286,6 +349,7 @@ const (
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedIdent       = "_unused_ident"
 	polygraphVarUnusedPath        = "_unused_path"
+	polygraphVarUnusedPeer        = "_unused_peer"
 	polygraphVarUnusedSock        = "_unused_sock"
 	polygraphVarUnusedUring       = "_unused_uring"
 	polygraphVarSensorPgid        = "sensor_pgid"
@@ -350,7 +414,10 @@ type polygraphProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphMapSpecs struct {
+	CallsSeen *ebpf.MapSpec `ebpf:"calls_seen"`
 	Events    *ebpf.MapSpec `ebpf:"events"`
+	FifoEnds  *ebpf.MapSpec `ebpf:"fifo_ends"`
+	FifoPairs *ebpf.MapSpec `ebpf:"fifo_pairs"`
 	Lost      *ebpf.MapSpec `ebpf:"lost"`
 	ObjCache  *ebpf.MapSpec `ebpf:"obj_cache"`
 	PathGen   *ebpf.MapSpec `ebpf:"path_gen"`
@@ -359,6 +426,7 @@ type polygraphMapSpecs struct {
 	SecEvents *ebpf.MapSpec `ebpf:"sec_events"`
 	SecFiles  *ebpf.MapSpec `ebpf:"sec_files"`
 	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
+	UnixSent  *ebpf.MapSpec `ebpf:"unix_sent"`
 	UringPend *ebpf.MapSpec `ebpf:"uring_pend"`
 	UringSeen *ebpf.MapSpec `ebpf:"uring_seen"`
 	Watched   *ebpf.MapSpec `ebpf:"watched"`
@@ -375,6 +443,7 @@ type polygraphVariableSpecs struct {
 	UnusedFork  *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedIdent *ebpf.VariableSpec `ebpf:"_unused_ident"`
 	UnusedPath  *ebpf.VariableSpec `ebpf:"_unused_path"`
+	UnusedPeer  *ebpf.VariableSpec `ebpf:"_unused_peer"`
 	UnusedSock  *ebpf.VariableSpec `ebpf:"_unused_sock"`
 	UnusedUring *ebpf.VariableSpec `ebpf:"_unused_uring"`
 	SensorPgid  *ebpf.VariableSpec `ebpf:"sensor_pgid"`
@@ -402,7 +471,10 @@ func (o *polygraphObjects) Close() error {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphMaps struct {
+	CallsSeen *ebpf.Map `ebpf:"calls_seen"`
 	Events    *ebpf.Map `ebpf:"events"`
+	FifoEnds  *ebpf.Map `ebpf:"fifo_ends"`
+	FifoPairs *ebpf.Map `ebpf:"fifo_pairs"`
 	Lost      *ebpf.Map `ebpf:"lost"`
 	ObjCache  *ebpf.Map `ebpf:"obj_cache"`
 	PathGen   *ebpf.Map `ebpf:"path_gen"`
@@ -411,6 +483,7 @@ type polygraphMaps struct {
 	SecEvents *ebpf.Map `ebpf:"sec_events"`
 	SecFiles  *ebpf.Map `ebpf:"sec_files"`
 	Tracked   *ebpf.Map `ebpf:"tracked"`
+	UnixSent  *ebpf.Map `ebpf:"unix_sent"`
 	UringPend *ebpf.Map `ebpf:"uring_pend"`
 	UringSeen *ebpf.Map `ebpf:"uring_seen"`
 	Watched   *ebpf.Map `ebpf:"watched"`
@@ -418,7 +491,10 @@ type polygraphMaps struct {
 
 func (m *polygraphMaps) Close() error {
 	return _PolygraphClose(
+		m.CallsSeen,
 		m.Events,
+		m.FifoEnds,
+		m.FifoPairs,
 		m.Lost,
 		m.ObjCache,
 		m.PathGen,
@@ -427,6 +503,7 @@ func (m *polygraphMaps) Close() error {
 		m.SecEvents,
 		m.SecFiles,
 		m.Tracked,
+		m.UnixSent,
 		m.UringPend,
 		m.UringSeen,
 		m.Watched,
@@ -444,6 +521,7 @@ type polygraphVariables struct {
 	UnusedFork  *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedIdent *ebpf.Variable `ebpf:"_unused_ident"`
 	UnusedPath  *ebpf.Variable `ebpf:"_unused_path"`
+	UnusedPeer  *ebpf.Variable `ebpf:"_unused_peer"`
 	UnusedSock  *ebpf.Variable `ebpf:"_unused_sock"`
 	UnusedUring *ebpf.Variable `ebpf:"_unused_uring"`
 	SensorPgid  *ebpf.Variable `ebpf:"sensor_pgid"`

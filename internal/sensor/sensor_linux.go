@@ -152,6 +152,7 @@ func New(opts Options) (*Sensor, error) {
 	s.dec = NewDecoder(bootOffset())
 	s.dec.PageKB = uint64(os.Getpagesize() / 1024)
 	s.dec.Home = procHome
+	s.dec.Exe = procExe
 	return s, nil
 }
 

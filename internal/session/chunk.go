@@ -106,10 +106,13 @@ const (
 	fResultUnknown protowire.Number = 65
 	fRingOps       protowire.Number = 66
 	fRingBytes     protowire.Number = 67
+	// more of the call group (event.Call): an inject's or memread's target
+	fTargetExe    protowire.Number = 68
+	fTargetInTree protowire.Number = 69 // varint 0 or 1, written whenever TargetInTree is set
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fRingBytes
+const lastField = fTargetInTree
 
 // kindCodes numbers the kinds for fKind. Like the field numbers, a code
 // is never reused or renumbered; new kinds take the next one.
@@ -118,6 +121,7 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
 	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14, event.KindSend: 15,
 	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19, event.KindUring: 20,
+	event.KindMemRead: 21, event.KindPeer: 22,
 }
 
 // kindByCode is kindCodes inverted.
@@ -280,6 +284,10 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		}
 		str(fBPFCmd, c.BPFCmd)
 		flag(fTargetNSLocal, c.TargetNSLocal)
+		str(fTargetExe, c.TargetExe)
+		if c.TargetInTree != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fTargetInTree, protowire.VarintType), b2u(*c.TargetInTree))
+		}
 	}
 	if r := ev.Ring; r != nil {
 		str1(fVia, r.Via)
@@ -390,7 +398,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Network = d.in.network()
 		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
 			ev.Object = d.objs.New()
-		} else if fTargetPID <= num && num <= fTargetNSLocal && ev.Call == nil {
+		} else if (fTargetPID <= num && num <= fTargetNSLocal || fTargetExe <= num && num <= fTargetInTree) && ev.Call == nil {
 			ev.Call = &event.Call{}
 		} else if fVia <= num && num <= fRingBytes && ev.Ring == nil {
 			ev.Ring = d.rings.New()
@@ -478,6 +486,9 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Call.Adopted = v != 0
 		case fTargetNSLocal:
 			ev.Call.TargetNSLocal = v != 0
+		case fTargetInTree:
+			in := v != 0
+			ev.Call.TargetInTree = &in
 		case fSigno:
 			ev.Call.Signo = int(protowire.DecodeZigZag(v))
 		case fResultUnknown:
@@ -568,6 +579,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Call.Method = s
 	case fBPFCmd:
 		ev.Call.BPFCmd = s
+	case fTargetExe:
+		ev.Call.TargetExe = s
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
@@ -580,7 +593,8 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp} {
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp,
+		fTargetExe} {
 		m[f] = true
 	}
 	return m

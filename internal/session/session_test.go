@@ -122,6 +122,14 @@ func kernelTruthSamples() []*event.Event {
 			e.Network.Family, e.Network.Addr, e.Network.PeerPID, e.Network.PeerExe, e.Network.PeerInTree = "unix", "/run/docker.sock", 1, "/usr/bin/dockerd", event.Ptr(false)
 			e.Network.FastOpen, e.Result = true, event.Ptr(int64(0))
 		}),
+		with(common(22, event.KindMemRead, 102, "node"), func(e *event.Event) {
+			e.Call.TargetPID, e.Call.Method, e.Call.TargetExe, e.Call.TargetInTree = 4343, "ptrace_peekdata", "/usr/bin/ssh-agent", event.Ptr(false)
+			e.Result = event.Ptr(int64(0))
+		}),
+		with(common(23, event.KindPeer, 102, "node"), func(e *event.Event) {
+			e.Path, e.Access, e.Object = "/tmp/p", "write", &event.Object{Dev: 2049, Ino: 77, FileType: "fifo", Nlink: 1}
+			e.Network.PeerPID, e.Network.PeerExe, e.Network.PeerInTree = 4444, "/usr/bin/cat", event.Ptr(false)
+		}),
 	}
 }
 

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
+#include <elf.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -299,6 +301,117 @@ static int do_procmem(char **argv)
 	return 0;
 }
 
+/* fiforead PATH OUT N DELAYMS: print ready, then N times: wait DELAYMS,
+ * open the FIFO PATH for reading, append what it gives to OUT, close. */
+static int do_fiforead(char **argv)
+{
+	int n = atoi(argv[4]), delay = atoi(argv[5]);
+	printf("ready\n");
+	fflush(stdout);
+	for (int i = 0; i < n; i++) {
+		usleep(delay * 1000);
+		int fd = open(argv[2], O_RDONLY);
+		if (fd < 0) {
+			perror(argv[2]);
+			return 1;
+		}
+		int out = open(argv[3], O_WRONLY | O_CREAT | O_APPEND, 0644);
+		char buf[256];
+		ssize_t r;
+		while ((r = read(fd, buf, sizeof(buf))) > 0)
+			write(out, buf, r);
+		close(out);
+		close(fd);
+	}
+	return 0;
+}
+
+/* vmread PID ADDR: read 8 bytes at ADDR with process_vm_readv. */
+static int do_vmread(char **argv)
+{
+	long v;
+	struct iovec local = {&v, sizeof(v)};
+	struct iovec remote = {(void *)strtoul(argv[3], 0, 10), sizeof(v)};
+	if (process_vm_readv(atoi(argv[2]), &local, 1, &remote, 1, 0) != sizeof(v)) {
+		perror("process_vm_readv");
+		return 1;
+	}
+	return 0;
+}
+
+/* procmemread PID ADDR: read 8 bytes at ADDR through /proc/PID/mem. */
+static int do_procmemread(char **argv)
+{
+	char path[64];
+	long v;
+	snprintf(path, sizeof(path), "/proc/%s/mem", argv[2]);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0 || pread(fd, &v, sizeof(v), (off_t)strtoul(argv[3], 0, 10)) != sizeof(v)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+/* peek PID ADDR: attach, peek ADDR 100 times, peek the user area, read
+ * the registers and write them back unchanged, detach. */
+static int do_peek(char **argv)
+{
+	pid_t pid = atoi(argv[2]);
+	void *addr = (void *)strtoul(argv[3], 0, 10);
+	if (ptrace(PTRACE_ATTACH, pid, 0, 0) < 0) {
+		perror("PTRACE_ATTACH");
+		return 1;
+	}
+	waitpid(pid, 0, 0);
+	for (int i = 0; i < 100; i++)
+		ptrace(PTRACE_PEEKDATA, pid, addr, 0);
+	ptrace(PTRACE_PEEKUSER, pid, 0, 0);
+	struct user_regs_struct regs;
+	struct iovec iov = {&regs, sizeof(regs)};
+	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &iov) < 0)
+		perror("PTRACE_GETREGSET");
+	else if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_PRSTATUS, &iov) < 0)
+		perror("PTRACE_SETREGSET");
+	ptrace(PTRACE_DETACH, pid, 0, 0);
+	return 0;
+}
+
+/* unixdgram PATH N: send N datagrams to the Unix socket bound at PATH
+ * from an unconnected socket (sendto), then one more with sendmsg. */
+static int do_unixdgram(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	for (int i = 0; i < atoi(argv[3]); i++)
+		if (sendto(fd, "secret", 6, 0, (struct sockaddr *)&sa, sizeof(sa)) != 6) {
+			perror("sendto");
+			return 1;
+		}
+	struct iovec iov = {"secret", 6};
+	struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1};
+	return sendmsg(fd, &m, 0) != 6;
+}
+
+/* unixdgramrecv PATH: bind a datagram socket at PATH, print ready, and
+ * receive for ever. */
+static int do_unixdgramrecv(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("bind");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	char buf[64];
+	for (;;)
+		recv(fd, buf, sizeof(buf), 0);
+}
+
 /* bpf: create a one-element array map with bpf(2). */
 static int do_bpf(void)
 {
@@ -356,6 +469,18 @@ int main(int argc, char **argv)
 		return do_vmwrite(argv);
 	if (!strcmp(m, "procmem") && argc == 4)
 		return do_procmem(argv);
+	if (!strcmp(m, "fiforead") && argc == 6)
+		return do_fiforead(argv);
+	if (!strcmp(m, "vmread") && argc == 4)
+		return do_vmread(argv);
+	if (!strcmp(m, "procmemread") && argc == 4)
+		return do_procmemread(argv);
+	if (!strcmp(m, "peek") && argc == 4)
+		return do_peek(argv);
+	if (!strcmp(m, "unixdgram") && argc == 4)
+		return do_unixdgram(argv);
+	if (!strcmp(m, "unixdgramrecv") && argc == 3)
+		return do_unixdgramrecv(argv);
 	if (!strcmp(m, "bpf"))
 		return do_bpf();
 	if (!strcmp(m, "killgroup") && argc == 3)

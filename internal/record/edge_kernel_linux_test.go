@@ -1,0 +1,201 @@
+package record
+
+// The kernel-tier tests of the channels that cross the tree's edge with
+// no connect(2) to name the other side (bpf/edge.h): a FIFO to a process
+// outside the tree, reads of an outside process's memory, datagrams to a
+// Unix socket's path. Each is a real program (testdata/tricks.c) run
+// under the sensor, the outside side started by the test before the run.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
+
+// TestFIFOOutsidePeer: a process of the tree writes a secret to a FIFO
+// that a process outside the tree reads, five times with the reader's
+// open first (the writes half a second apart) (it blocks until the writer opens) and five times with the
+// writer's first. Both opens return at about the same time; whichever
+// returns second sends the peer event, so every write must have one,
+// for the writer's image, naming the reader.
+func TestFIFOOutsidePeer(t *testing.T) {
+	dir, bin := buildTricks(t)
+	const n = 5
+	type order struct {
+		name, fifo, out string
+		reader          int
+		delayMS         int    // the reader waits this long before each open
+		pause           string // the writer waits this long before each
+	}
+	orders := []*order{{name: "reader first", pause: "0.5"}, {name: "writer first", delayMS: 500, pause: "0"}}
+	var sb strings.Builder
+	for i, o := range orders {
+		o.fifo = filepath.Join(dir, fmt.Sprintf("fifo%d", i))
+		o.out = filepath.Join(dir, fmt.Sprintf("read%d", i))
+		if err := syscall.Mkfifo(o.fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o.reader = outside(t, bin, "fiforead", o.fifo, o.out, fmt.Sprint(n), fmt.Sprint(o.delayMS)).Process.Pid
+		fmt.Fprintf(&sb, "for i in 1 2 3 4 5; do sleep %s; echo secret$i > %s; done\n", o.pause, o.fifo)
+	}
+	_, evs := recordScript(t, dir, sb.String(), 0)
+	for _, o := range orders {
+		t.Run(o.name, func(t *testing.T) {
+			if b, _ := os.ReadFile(o.out); strings.Count(string(b), "secret") != n {
+				t.Fatalf("the outside reader got %q, want %d secrets", b, n)
+			}
+			var writes, peers []*event.Event
+			for _, e := range evs {
+				if e.Path != o.fifo {
+					continue
+				}
+				switch {
+				case e.Kind == event.KindOpen && strings.Contains(e.Access, "write") && !e.Failed():
+					writes = append(writes, e)
+				case e.Kind == event.KindPeer:
+					if e.PeerPID() != uint32(o.reader) || e.PeerExe() != bin || e.PeerInTree() == nil || *e.PeerInTree() ||
+						e.Access != "read" || e.FileType() != "fifo" || e.Ino() != statID(t, o.fifo).ino {
+						t.Errorf("peer event = %+v %+v %+v, want reader %d %s outside, read, fifo", e, e.Network, e.Object, o.reader, bin)
+					}
+					peers = append(peers, e)
+				}
+			}
+			if len(writes) != n {
+				t.Fatalf("%d opens of %s for writing recorded, want %d", len(writes), o.fifo, n)
+			}
+			if len(peers) != n {
+				t.Errorf("%d peer events for %d writes, want one each (the second open to see the pairing stays quiet)", len(peers), n)
+			}
+			// The writes are 500 ms apart: each one's peer event is the
+			// one of its image within 100 ms of its open.
+			for i, w := range writes {
+				if !slices.ContainsFunc(peers, func(p *event.Event) bool {
+					return p.ExecID == w.ExecID && p.PID == w.PID && p.TS.Sub(w.TS).Abs() < 100*time.Millisecond
+				}) {
+					t.Errorf("write %d (at %s) has no peer event; %d peer events in all", i+1, w.TS.Format("15:04:05.000"), len(peers))
+				}
+			}
+		})
+	}
+}
+
+// TestMemReadOutside: reads of an outside process's memory are recorded
+// with the target, which stays outside (its later reads are not
+// recorded); a ptrace attach adopts it, and then its peeks and register
+// reads are memreads of a process in the tree, the register write an
+// inject, each request once however many times it was made.
+func TestMemReadOutside(t *testing.T) {
+	dir, bin := buildTricks(t)
+	type victim struct {
+		mode, method string
+		pid          int
+		addr         string
+	}
+	victims := []*victim{{mode: "vmread", method: "process_vm_readv"}, {mode: "procmemread", method: "proc_mem"},
+		{mode: "peek", method: "ptrace_peekdata"}}
+	var sb strings.Builder
+	for i, v := range victims {
+		af := filepath.Join(dir, fmt.Sprintf("addr%d", i))
+		after := filepath.Join(dir, fmt.Sprintf("after%d", i))
+		if err := os.WriteFile(after, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := startVictim(t, bin, af, after)
+		v.pid = cmd.pid
+		v.addr = cmd.addr
+		fmt.Fprintf(&sb, "%s %s %d %s || echo %s failed >&2\n", bin, v.mode, v.pid, v.addr, v.mode)
+	}
+	sb.WriteString("sleep 0.3\n")
+	_, evs := recordWith(t, Options{Command: []string{"sh", "-c", sb.String()}, Dir: dir, KeepCaps: true})
+	for _, v := range victims[:2] {
+		t.Run(v.mode, func(t *testing.T) {
+			r := find(evs, func(e *event.Event) bool {
+				return e.Kind == event.KindMemRead && e.Method() == v.method && e.TargetPID() == uint32(v.pid)
+			})
+			if r == nil {
+				t.Fatalf("no memread %s of pid %d", v.method, v.pid)
+			}
+			if r.Failed() || r.Adopted() || r.TargetExecID() != "" || r.TargetInTree() == nil || *r.TargetInTree() || r.TargetExe() != bin {
+				t.Errorf("memread = %+v %+v, want one that worked on %s outside the tree, not adopted", r, r.Call, bin)
+			}
+			if e := find(evs, func(e *event.Event) bool { return e.PID == uint32(v.pid) }); e != nil {
+				t.Errorf("the target's own %s was recorded: a read adopted it", e.Kind)
+			}
+		})
+	}
+	t.Run("ptrace", func(t *testing.T) {
+		v := victims[2]
+		count := map[string]int{}
+		for _, e := range evs {
+			if (e.Kind == event.KindMemRead || e.Kind == event.KindInject) && e.TargetPID() == uint32(v.pid) {
+				count[string(e.Kind)+" "+e.Method()]++
+				if e.Kind == event.KindMemRead && (e.TargetInTree() == nil || !*e.TargetInTree() || e.TargetExecID() == "") {
+					t.Errorf("%s after the attach = %+v, want a target in the tree (adopted)", e.Method(), e.Call)
+				}
+			}
+		}
+		want := map[string]int{"inject ptrace_attach": 1, "memread ptrace_peekdata": 1, "memread ptrace_peekuser": 1,
+			"memread ptrace_getregset": 1, "inject ptrace_setregset": 1}
+		for k, n := range want {
+			if count[k] != n {
+				t.Errorf("%d %s events, want %d (all: %v)", count[k], k, n, count)
+			}
+		}
+	})
+}
+
+// victimProc is a process of testdata/tricks.c's victim mode.
+type victimProc struct {
+	pid  int
+	addr string // its flag's address
+}
+
+// startVictim starts `tricks victim ADDRFILE AFTER` outside the tree and
+// waits for it to write its flag's address.
+func startVictim(t *testing.T, bin, addrFile, after string) victimProc {
+	t.Helper()
+	cmd := exec.Command(bin, "victim", addrFile, after)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var f []string
+	for deadline := time.Now().Add(5 * time.Second); len(f) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(addrFile)
+		f = strings.Fields(string(b))
+	}
+	if len(f) < 2 {
+		t.Fatalf("victim %d wrote no address", cmd.Process.Pid)
+	}
+	return victimProc{pid: cmd.Process.Pid, addr: f[0]}
+}
+
+// TestUnixDatagramPath: datagrams sent from an unconnected Unix socket
+// name the path they went to, once per process and path.
+func TestUnixDatagramPath(t *testing.T) {
+	dir, bin := buildTricks(t)
+	sock := filepath.Join(dir, "d.sock")
+	outside(t, bin, "unixdgramrecv", sock)
+	_, evs := recordScript(t, dir, fmt.Sprintf("%s unixdgram %s 5", bin, sock), 0)
+	var sends []*event.Event
+	for _, e := range evs {
+		if e.Kind == event.KindSend && e.Comm == "tricks" {
+			sends = append(sends, e)
+		}
+	}
+	if len(sends) != 1 {
+		t.Fatalf("%d send events, want 1 (the first of six datagrams to one path)", len(sends))
+	}
+	s := sends[0]
+	if s.Family() != "unix" || s.Addr() != sock || !s.AddrUser() || s.Result == nil || *s.Result != 6 {
+		t.Errorf("send = %+v %+v, want unix %s addr_user, 6 bytes", s, s.Network, sock)
+	}
+}
