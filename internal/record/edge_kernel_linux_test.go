@@ -22,10 +22,14 @@ import (
 
 // TestFIFOOutsidePeer: a process of the tree writes a secret to a FIFO
 // that a process outside the tree reads, five times with the reader's
-// open first (the writes half a second apart) (it blocks until the writer opens) and five times with the
-// writer's first. Both opens return at about the same time; whichever
-// returns second sends the peer event, so every write must have one,
-// for the writer's image, naming the reader.
+// open first (it blocks until the writer opens; the writes half a second
+// apart) and, at the same time on another FIFO, five times with the
+// writer's first (the reader opens 1.5 s after its last close, the
+// writer 0.1 s after its last write: long enough for the reader to have
+// seen the end of the last one, so each write has its own pairing). Both
+// opens return at about the same time; whichever returns second sends
+// the peer event, so every write must have one, for the writer's image,
+// naming the reader.
 func TestFIFOOutsidePeer(t *testing.T) {
 	dir, bin := buildTricks(t)
 	const n = 5
@@ -35,7 +39,7 @@ func TestFIFOOutsidePeer(t *testing.T) {
 		delayMS         int    // the reader waits this long before each open
 		pause           string // the writer waits this long before each
 	}
-	orders := []*order{{name: "reader first", pause: "0.5"}, {name: "writer first", delayMS: 500, pause: "0"}}
+	orders := []*order{{name: "reader first", pause: "0.5"}, {name: "writer first", delayMS: 1500, pause: "0.3"}}
 	var sb strings.Builder
 	for i, o := range orders {
 		o.fifo = filepath.Join(dir, fmt.Sprintf("fifo%d", i))
@@ -44,8 +48,13 @@ func TestFIFOOutsidePeer(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.reader = outside(t, bin, "fiforead", o.fifo, o.out, fmt.Sprint(n), fmt.Sprint(o.delayMS)).Process.Pid
-		fmt.Fprintf(&sb, "for i in 1 2 3 4 5; do sleep %s; echo secret$i > %s; done\n", o.pause, o.fifo)
+		amp := " &"
+		if i == len(orders)-1 {
+			amp = ""
+		}
+		fmt.Fprintf(&sb, "(for i in 1 2 3 4 5; do sleep %s; echo secret$i > %s; done)%s\n", o.pause, o.fifo, amp)
 	}
+	sb.WriteString("wait\n")
 	_, evs := recordScript(t, dir, sb.String(), 0)
 	for _, o := range orders {
 		t.Run(o.name, func(t *testing.T) {
