@@ -36,10 +36,6 @@
 #define PTRACE_GETREGSET 0x4204
 #define PTRACE_SETREGSET 0x4205
 
-/* bpf_rdonly_cast (6.2+, weak) types a pointer read from memory, so its
- * fields are direct loads, not helper calls (also declared in uring.h). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
 /* ---- FIFOs ---- */
 
 /* fifo_end is the last opener of one side of a FIFO. */
@@ -263,44 +259,19 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
 	report_peer(s, f, &k, imode, peer, task_exe(peer), side);
 }
 
-/* fd_file_typed is fd_file without a helper call, where bpf_rdonly_cast
- * exists: the slot of the fd array is typed as the one kernel struct
- * whose first member is a struct file * for sure (struct kiocb), so it
- * and the file's fields are plain loads (faulting ones read as 0). It
- * costs an untracked open ~5 ns instead of the probe read's ~40. */
-static __always_inline struct file *fd_file_typed(struct task_struct *t, long fd)
-{
-	if (!bpf_rdonly_cast)
-		return fd_file(t, fd);
-	struct files_struct *files = t->files;
-	if (!files)
-		return 0;
-	struct fdtable *fdt = files->fdt;
-	if (!fdt || fd < 0 || fd >= fdt->max_fds)
-		return 0;
-	struct kiocb *slot = bpf_rdonly_cast((void *)fdt->fd + fd * sizeof(void *), bpf_core_type_id_kernel(struct kiocb));
-	return slot->ki_filp;
-}
-
 /* fifo_outside handles a successful open by a process outside the tree:
  * nothing more than a look at the file's type unless it is a FIFO (plain
- * loads where bpf_rdonly_cast exists, see fd_file_typed). A FIFO's open is noted, and if the other end's last opener
+ * loads where bpf_rdonly_cast exists, see fd_file). A FIFO's open is noted, and if the other end's last opener
  * is in the tree, reported for it (EV_PEER). */
 static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret)
 {
 	if (ret < 0 || (id != NR_openat && id != NR_open && id != NR_openat2 && id != NR_creat))
 		return;
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct file *f = fd_file_typed(t, ret);
+	struct file *f = fd_file(t, ret);
 	if (!f)
 		return;
-	__u16 mode;
-	if (bpf_rdonly_cast) {
-		struct inode *ti = f->f_inode;
-		mode = *(volatile __u16 *)&ti->i_mode; /* the kernel's i_mode is 2 bytes (umode_t is wider here) */
-	} else {
-		mode = BPF_CORE_READ(f, f_inode, i_mode);
-	}
+	__u16 mode = HAVE_TYPED ? TYPED(file, f)->f_inode->i_mode : BPF_CORE_READ(f, f_inode, i_mode);
 	if ((mode & S_IFMT) != S_IFIFO)
 		return;
 	__u64 flags = 0;

@@ -116,7 +116,7 @@ struct file {
 };
 
 /* Only for its first member, a struct file *: bpf_rdonly_cast types an
- * fd table slot as one (see fd_file_typed in edge.h). */
+ * fd table slot as one (see fd_file in polygraph.bpf.c). */
 struct kiocb {
 	struct file *ki_filp;
 };

@@ -30,6 +30,7 @@ struct watch_key {
 	__u32 dev;
 	__u32 _pad;
 };
+_Static_assert(sizeof(struct watch_key) == sizeof(struct file_id), "watched is looked up with a struct file_id");
 
 /* watched holds the agents' config and credential files and directories;
  * user space fills it at start. A file directly inside a watched
@@ -56,23 +57,13 @@ static __always_inline bool watch_hit(struct task_struct *t, long fd)
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return false;
-	struct watch_key k = {};
 	if (HAVE_TYPED) { /* loads, not nine probe-read calls */
 		struct file *tf = TYPED(file, f);
 		struct inode *in = tf->f_inode;
-		k.dev = in->i_sb->s_dev;
-		k.ino = in->i_ino;
-		if (bpf_map_lookup_elem(&watched, &k))
-			return true;
-		k.ino = tf->f_path.dentry->d_parent->d_inode->i_ino;
-		return bpf_map_lookup_elem(&watched, &k) != NULL;
+		return in_or_under(&watched, in->i_ino, in->i_sb->s_dev, tf->f_path.dentry);
 	}
-	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
-	if (bpf_map_lookup_elem(&watched, &k))
-		return true;
-	k.ino = BPF_CORE_READ(f, f_path.dentry, d_parent, d_inode, i_ino);
-	return bpf_map_lookup_elem(&watched, &k) != NULL;
+	return in_or_under(&watched, BPF_CORE_READ(f, f_inode, i_ino), BPF_CORE_READ(f, f_inode, i_sb, s_dev),
+			   BPF_CORE_READ(f, f_path.dentry));
 }
 
 /* watch_open reports, in watch mode, an untracked process's successful
