@@ -53,6 +53,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PTRACE_ATTACH 16
 #define PTRACE_SEIZE 0x4206
 #define BY_HANDLE (1u << 30) /* ev_path.flags of an open_by_handle_at: no path was named */
+#define LINK_SYMBOLIC (1u << 31) /* ev_path.flags of a symlink: its target is text */
+/* USER_FLAGS is a call's flags as the process passed them, without the
+ * bits the records use as markers: open(2) and openat(2) ignore unknown
+ * flags, so a process could otherwise set BY_HANDLE on an ordinary open
+ * (and the decoder drop the path it asked for), or LINK_SYMBOLIC on a
+ * linkat. */
+#define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC))
 #define NO_BASE -1000 /* op.dfd value: do not resolve this path */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
@@ -1344,15 +1351,15 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 #define report(...) report_op(pi, __VA_ARGS__, ret)
 	switch (id) {
 	case NR_openat:
-		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, A(2), A(3));
+		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, USER_FLAGS(A(2)), A(3));
 	case NR_open:
-		return report(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, A(1), A(2));
+		return report(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, USER_FLAGS(A(1)), A(2));
 	case NR_creat:
 		return report(EV_OPEN, AT_FDCWD, A(0), NO_BASE, 0, O_CREAT | O_WRONLY | O_TRUNC, A(1));
 	case NR_openat2: {
 		__u64 how[2] = {}; /* struct open_how: u64 flags, u64 mode, ... */
 		bpf_probe_read_user(&how, sizeof(how), (void *)A(2));
-		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, how[0], how[1]);
+		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, USER_FLAGS(how[0]), how[1]);
 	}
 	case NR_rename:
 		return report(EV_RENAME, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
@@ -1380,16 +1387,16 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		/* no path: the base is the fd's own path */
 		return report(EV_CHMOD, A(0), 0, NO_BASE, 0, 0, A(1));
 	/* link kinds: p1 is the existing target, p2 the new name. A
-	 * symlink's target is text, resolved against nothing; flags bit 31
+	 * symlink's target is text, resolved against nothing; LINK_SYMBOLIC
 	 * marks a symbolic link for user space. */
 	case NR_link:
 		return report(EV_LINK, AT_FDCWD, A(0), AT_FDCWD, A(1), 0, 0);
 	case NR_linkat:
-		return report(EV_LINK, A(0), A(1), A(2), A(3), A(4), 0);
+		return report(EV_LINK, A(0), A(1), A(2), A(3), USER_FLAGS(A(4)), 0);
 	case NR_symlink:
-		return report(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), 1u << 31, 0);
+		return report(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), LINK_SYMBOLIC, 0);
 	case NR_symlinkat:
-		return report(EV_LINK, NO_BASE, A(0), A(1), A(2), 1u << 31, 0);
+		return report(EV_LINK, NO_BASE, A(0), A(1), A(2), LINK_SYMBOLIC, 0);
 	case NR_connect:
 		return report(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
 	case NR_bind:
@@ -1400,7 +1407,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	/* open_by_handle_at names no path: the object is all there is
 	 * (BY_HANDLE tells user space). name_to_handle_at names one. */
 	case NR_open_by_handle_at:
-		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, (__u32)A(2) | BY_HANDLE, 0);
+		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(A(2)) | BY_HANDLE, 0);
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
 	/* Sends: the DNS message (still in the sender's memory when the

@@ -367,13 +367,13 @@ static __always_inline int uring_prep(struct io_kiocb *req, __u8 op, struct urin
 		struct io_link *l = cmd;
 		p->dfd = op == IOP_RENAMEAT ? BPF_CORE_READ(r, old_dfd) : BPF_CORE_READ(l, old_dfd);
 		p->dfd2 = op == IOP_RENAMEAT ? BPF_CORE_READ(r, new_dfd) : BPF_CORE_READ(l, new_dfd);
-		p->flags = op == IOP_RENAMEAT ? BPF_CORE_READ(r, flags) : BPF_CORE_READ(l, flags);
+		p->flags = USER_FLAGS(op == IOP_RENAMEAT ? BPF_CORE_READ(r, flags) : BPF_CORE_READ(l, flags));
 		p->len1 = uring_name(p->p1, op == IOP_RENAMEAT ? BPF_CORE_READ(r, oldpath) : BPF_CORE_READ(l, oldpath));
 		p->len2 = uring_name(p->p2, op == IOP_RENAMEAT ? BPF_CORE_READ(r, newpath) : BPF_CORE_READ(l, newpath));
 		if (op == IOP_SYMLINKAT) {
 			/* the target is text, resolved against nothing */
 			p->dfd = NO_BASE;
-			p->flags = 1u << 31;
+			p->flags = LINK_SYMBOLIC;
 		}
 		return 1;
 	}

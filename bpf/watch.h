@@ -77,15 +77,15 @@ static __always_inline int watch_open(long id, struct pt_regs *regs, long ret)
 	__s32 dfd = AT_FDCWD;
 	switch (id) {
 	case NR_openat:
-		dfd = SYSARG0(regs), p1 = SYSARG1(regs), fl = SYSARG2(regs), mode = SYSARG3(regs);
+		dfd = SYSARG0(regs), p1 = SYSARG1(regs), fl = USER_FLAGS(SYSARG2(regs)), mode = SYSARG3(regs);
 		break;
 	case NR_open:
-		p1 = SYSARG0(regs), fl = SYSARG1(regs), mode = SYSARG2(regs);
+		p1 = SYSARG0(regs), fl = USER_FLAGS(SYSARG1(regs)), mode = SYSARG2(regs);
 		break;
 	case NR_openat2: {
 		__u64 how[2] = {};
 		bpf_probe_read_user(&how, sizeof(how), (void *)SYSARG2(regs));
-		dfd = SYSARG0(regs), p1 = SYSARG1(regs), fl = how[0], mode = how[1];
+		dfd = SYSARG0(regs), p1 = SYSARG1(regs), fl = USER_FLAGS(how[0]), mode = how[1];
 		break;
 	}
 	default:

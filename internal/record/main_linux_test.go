@@ -66,6 +66,21 @@ func TestMain(m *testing.M) {
 				}
 			}
 			exitErr(err)
+		case "__openflags":
+			// __openflags PATH FLAGS: open PATH with these open(2) flags
+			// (unknown ones are ignored by the kernel), then linkat PATH
+			// to PATH.lnk with the flags of the fourth argument.
+			fl, err := strconv.ParseUint(os.Args[3], 0, 32)
+			if err == nil {
+				var fd int
+				if fd, err = unix.Openat(unix.AT_FDCWD, os.Args[2], int(fl), 0); err == nil {
+					unix.Close(fd)
+				}
+			}
+			if lf, perr := strconv.ParseUint(os.Args[4], 0, 32); err == nil && perr == nil {
+				unix.Linkat(unix.AT_FDCWD, os.Args[2], unix.AT_FDCWD, os.Args[2]+".lnk", int(lf)) // EINVAL, recorded
+			}
+			exitErr(err)
 		case "__openat2":
 			// __openat2 PATH: read PATH with openat2(2).
 			fd, err := unix.Openat2(unix.AT_FDCWD, os.Args[2], &unix.OpenHow{Flags: unix.O_RDONLY})

@@ -480,3 +480,42 @@ func TestTamperSignals(t *testing.T) {
 		t.Errorf("open of the FIFO = %+v, want file_type fifo", f)
 	}
 }
+
+// TestFlagsCannotForgeMarkers: the bits the records use as markers
+// (BY_HANDLE on an open, LINK_SYMBOLIC on a link) cannot come from the
+// process. open(2) ignores unknown flags, so an ordinary open through a
+// symlink with bit 30 set must still be an open through a symlink, with
+// the path asked for beside the real one, not an open_by_handle_at with
+// none; a linkat with bit 31 set (refused) is a hard link's attempt, its
+// target resolved, not a symlink's text.
+func TestFlagsCannotForgeMarkers(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := plantCredentials(t)
+	work := filepath.Join(pl.jail, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(pl.path, filepath.Join(work, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := recordWith(t, Options{Command: []string{self, "__openflags", "notes", "0x40000000", "0x80000000"}, Dir: work})
+	notes := filepath.Join(work, "notes")
+	open := find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == pl.path })
+	if open == nil {
+		t.Fatal("the read through the symlink is not recorded with the credential's path")
+	}
+	if open.PathRequested() != notes || open.PathDiffers() != "symlink" {
+		t.Errorf("open recorded as requested %q differs %q, want %q, symlink (bit 30 of the flags must not make it a by-handle open)",
+			open.PathRequested(), open.PathDiffers(), notes)
+	}
+	link := find(evs, func(e *event.Event) bool { return e.Kind == event.KindLink && e.Path == notes+".lnk" })
+	if link == nil {
+		t.Fatal("the linkat is not recorded")
+	}
+	if link.Flags != nil || link.Path2 != notes {
+		t.Errorf("linkat recorded with flags %v and target %q, want a hard link's, target %q", link.Flags, link.Path2, notes)
+	}
+}
