@@ -100,7 +100,7 @@ func BenchmarkHashMiss(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := hashFile(context.Background(), f); err != nil {
+		if _, err := hashFile(context.Background(), f, true); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

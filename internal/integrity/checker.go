@@ -52,7 +52,8 @@ type Checker struct {
 	memo     map[string]Verdict // path+NUL+sha256 -> verdict, so one session judges a file one way
 }
 
-// New loads the pins and first-seen hashes; dpkg is read on first use.
+// New loads the pins and first-seen hashes; dpkg is read on first use
+// (or ahead of it, WarmDpkg).
 func New(opts Options) (*Checker, error) {
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
@@ -77,7 +78,7 @@ func New(opts Options) (*Checker, error) {
 		memo:     make(map[string]Verdict),
 	}
 	if !opts.NoDpkg {
-		c.dpkg = newDpkgIndex(opts.DpkgDir)
+		c.dpkg = sharedDpkgIndex(opts.DpkgDir)
 	}
 	if opts.Store != nil {
 		var err error
@@ -102,8 +103,15 @@ func (c *Checker) Stats() Stats {
 	return Stats{Hits: c.cache.hits.Load(), Misses: c.cache.misses.Load()}
 }
 
-// DpkgIndexTime is how long building the dpkg index took (0 before the
-// first lookup).
+// warmDpkg starts building the Checker's dpkg index in the background.
+func (c *Checker) warmDpkg() {
+	if c.dpkg != nil {
+		c.dpkg.warm()
+	}
+}
+
+// DpkgIndexTime is how long building the dpkg index took (0 before it
+// was built; the index may have been built for an earlier Checker).
 func (c *Checker) DpkgIndexTime() time.Duration {
 	if c.dpkg == nil {
 		return 0
@@ -216,13 +224,15 @@ func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.Fil
 	if err != nil {
 		return unavailable(role, path, via, err.Error())
 	}
-	v := c.evaluate(path, d)
+	md5 := func() (string, error) { return c.cache.md5(ctx, f, d) }
+	v := c.evaluate(path, d, md5)
 	v.Role, v.Via = role, via
 	return v
 }
 
 // evaluate asks the sources in order; the first that knows path decides.
-func (c *Checker) evaluate(path string, d digest) Verdict {
+// md5 gives the file's MD5 for the sources that list MD5s.
+func (c *Checker) evaluate(path string, d digest, md5 func() (string, error)) Verdict {
 	key := path + "\x00" + d.sha256
 	c.mu.Lock()
 	v, ok := c.memo[key]
@@ -231,13 +241,16 @@ func (c *Checker) evaluate(path string, d digest) Verdict {
 		return v
 	}
 	v = Verdict{Path: path, SHA256: d.sha256, Size: d.size}
-	decided := c.byPin(&v) || c.byDpkg(&v, d)
+	decided := c.byPin(&v) || c.byDpkg(&v, md5)
 	if !decided {
 		c.byFirstSeen(&v)
 	}
 	if v.Status != Verified {
 		v.Location = c.loc.locate(path)
-		c.byShadowed(&v, d)
+		c.byShadowed(&v, md5)
+	}
+	if v.Status == Unavailable {
+		return v // not remembered: the next exec tries again
 	}
 	c.mu.Lock()
 	if len(c.memo) >= 4*c.cache.max {
@@ -264,7 +277,7 @@ func (c *Checker) byPin(v *Verdict) bool {
 // byDpkg compares the MD5 dpkg lists. A path several packages list is
 // verified when any of them lists this hash. A package that lists no MD5
 // for the path (a conffile) leaves the decision to first-seen.
-func (c *Checker) byDpkg(v *Verdict, d digest) bool {
+func (c *Checker) byDpkg(v *Verdict, md5 func() (string, error)) bool {
 	if c.dpkg == nil {
 		return false
 	}
@@ -272,10 +285,15 @@ func (c *Checker) byDpkg(v *Verdict, d digest) bool {
 	if !ok {
 		return false
 	}
-	v.Package, v.MD5 = pkgs[0], d.md5
+	sum, err := md5()
+	if err != nil {
+		v.Status, v.Reason = Unavailable, err.Error()
+		return true
+	}
+	v.Package, v.MD5 = pkgs[0], sum
 	expected := ""
 	for i, s := range sums {
-		if s == d.md5 {
+		if s == sum {
 			v.Status, v.Source, v.Package = Verified, SourceDpkg, pkgs[i]
 			return true
 		}
@@ -297,12 +315,12 @@ func (c *Checker) byDpkg(v *Verdict, d digest) bool {
 // anything else is modified (the issue's one-byte-changed `true`). Only
 // files nothing else vouches for are judged so: a pinned or first-seen
 // file keeps its own verdict.
-func (c *Checker) byShadowed(v *Verdict, d digest) {
+func (c *Checker) byShadowed(v *Verdict, md5 func() (string, error)) {
 	if v.Status != Unknown || v.Source != "" || c.dpkg == nil || v.Location == nil || v.Location.Shadows == "" {
 		return
 	}
 	w := Verdict{Path: v.Location.Shadows}
-	if !c.byDpkg(&w, d) {
+	if !c.byDpkg(&w, md5) || w.Status == Unavailable {
 		return
 	}
 	v.Status, v.Source, v.Package, v.MD5, v.Of = w.Status, w.Source, w.Package, w.MD5, w.Path

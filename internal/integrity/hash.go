@@ -5,7 +5,9 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"sync"
@@ -21,10 +23,15 @@ type fileKey struct {
 	mtime, ctim int64 // ns
 }
 
-// digest is what hashing a file yields.
+// digest is what hashing a file yields. md5 is "" until a source that
+// lists MD5s (dpkg) asks for it (hashCache.md5): most files a session runs
+// that dpkg does not own (an agent's own runtime from npm, the workspace's
+// builds) are never read for it.
 type digest struct {
 	sha256, md5 string
 	size        int64
+	key         fileKey // the version hashed, when keyed
+	keyed       bool
 }
 
 // hashCache remembers digests by fileKey. It is bounded: past max entries
@@ -88,7 +95,7 @@ func (c *hashCache) digest(ctx context.Context, f *os.File) (digest, error) {
 	}
 	if !ok {
 		c.misses.Add(1)
-		return hashFile(ctx, f)
+		return hashFile(ctx, f, true)
 	}
 	c.mu.Lock()
 	if d, hit := c.m[k]; hit {
@@ -107,7 +114,8 @@ func (c *hashCache) digest(ctx context.Context, f *os.File) (digest, error) {
 	c.mu.Unlock()
 	c.misses.Add(1)
 
-	call.d, call.err = hashFile(ctx, f)
+	call.d, call.err = hashFile(ctx, f, false)
+	call.d.key, call.d.keyed = k, true
 	c.mu.Lock()
 	delete(c.inflight, k)
 	if call.err == nil {
@@ -121,19 +129,62 @@ func (c *hashCache) digest(ctx context.Context, f *os.File) (digest, error) {
 	return call.d, call.err
 }
 
+// md5 returns the MD5 of the file d was hashed from, f, reading f again
+// for it the first time it is asked (the cache then keeps it with d).
+// The second read is of the same open file and must find the same
+// version: a file changed between the two reads is refused, not judged
+// by a digest of one version and an MD5 of another.
+func (c *hashCache) md5(ctx context.Context, f *os.File, d digest) (string, error) {
+	if d.md5 != "" || !d.keyed {
+		return d.md5, nil // hashFile computed it with the SHA-256
+	}
+	c.mu.Lock()
+	if e, ok := c.m[d.key]; ok && e.md5 != "" {
+		c.mu.Unlock()
+		return e.md5, nil
+	}
+	c.mu.Unlock()
+	m := md5.New()
+	if _, err := io.Copy(m, ctxReader{ctx, io.NewSectionReader(f, 0, 1<<62)}); err != nil {
+		return "", fmt.Errorf("read for md5: %w", err)
+	}
+	if k, ok, err := stat(f); err != nil || !ok || k != d.key {
+		return "", errors.New("changed while it was hashed")
+	}
+	sum := hex.EncodeToString(m.Sum(nil))
+	c.mu.Lock()
+	if e, ok := c.m[d.key]; ok && e.sha256 == d.sha256 {
+		e.md5 = sum
+		c.m[d.key] = e
+	}
+	c.mu.Unlock()
+	return sum, nil
+}
+
 // hashFile reads f from the start once, feeding SHA-256 (what every
-// source but dpkg lists) and MD5 (what dpkg's md5sums list). Computing MD5
-// for every file costs about a third more on a miss and saves a second
-// read of dpkg-owned files.
+// source but dpkg lists) and, withMD5, MD5 (what dpkg's md5sums list).
+// MD5 costs about half again as much as SHA-256 with the CPU's SHA
+// instructions, so a cached file gets it only when asked (hashCache.md5);
+// an uncached one (no stable key to keep it under) gets both at once.
 // It stops when ctx ends: a recording that ends mid-way through a large
 // binary does not wait for it.
-func hashFile(ctx context.Context, f *os.File) (digest, error) {
-	s, m := sha256.New(), md5.New()
-	n, err := io.Copy(io.MultiWriter(s, m), ctxReader{ctx, io.NewSectionReader(f, 0, 1<<62)})
+func hashFile(ctx context.Context, f *os.File, withMD5 bool) (digest, error) {
+	s := sha256.New()
+	var w io.Writer = s
+	var m hash.Hash
+	if withMD5 {
+		m = md5.New()
+		w = io.MultiWriter(s, m)
+	}
+	n, err := io.Copy(w, ctxReader{ctx, io.NewSectionReader(f, 0, 1<<62)})
 	if err != nil {
 		return digest{}, fmt.Errorf("read: %w", err)
 	}
-	return digest{sha256: hex.EncodeToString(s.Sum(nil)), md5: hex.EncodeToString(m.Sum(nil)), size: n}, nil
+	d := digest{sha256: hex.EncodeToString(s.Sum(nil)), size: n}
+	if m != nil {
+		d.md5 = hex.EncodeToString(m.Sum(nil))
+	}
+	return d, nil
 }
 
 // ctxReader fails reads once ctx is done.

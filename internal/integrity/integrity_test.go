@@ -378,3 +378,113 @@ func TestShadowingPackagedTool(t *testing.T) {
 		})
 	}
 }
+
+// TestDpkgIndexShared: the Checkers of one process share dpkg's index
+// while its directory is unchanged (watch's sessions, a warmed index),
+// and a package installed meanwhile (a new *.list renamed into the
+// directory, as dpkg does) gets a new index for the next Checker.
+func TestDpkgIndexShared(t *testing.T) {
+	truePath, listed := realTrue(t)
+	dir := t.TempDir()
+	first := copyFile(t, truePath, filepath.Join(dir, "first"), 0o755)
+	second := copyFile(t, truePath, filepath.Join(dir, "second"), 0o755)
+	fake := fakeDpkg(t, "coreutils", map[string]string{first: listed})
+
+	a := newChecker(t, Options{DpkgDir: fake, TempDirs: noTemp})
+	if v := a.Check(context.Background(), Request{Path: first}).Binary; v.Status != Verified || v.Package != "coreutils" {
+		t.Fatalf("first: %+v, want verified by coreutils", v)
+	}
+	b := newChecker(t, Options{DpkgDir: fake, TempDirs: noTemp})
+	if a.dpkg != b.dpkg {
+		t.Fatal("a second Checker of an unchanged dpkg directory built its own index")
+	}
+	if b.DpkgIndexTime() == 0 {
+		t.Error("the shared index reports no build time")
+	}
+
+	// Install "extra", which owns second, the way dpkg does.
+	tmp := filepath.Join(fake, "extra.list-new")
+	if err := os.WriteFile(tmp, []byte("/.\n"+second+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fake, "extra.md5sums"), []byte(listed+"  "+strings.TrimPrefix(second, "/")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(fake, "extra.list")); err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(t, Options{DpkgDir: fake, TempDirs: noTemp})
+	if c.dpkg == a.dpkg {
+		t.Fatal("a package installed since: the next Checker kept the old index")
+	}
+	if v := c.Check(context.Background(), Request{Path: second}).Binary; v.Status != Verified || v.Package != "extra" {
+		t.Fatalf("second after install: %+v, want verified by extra", v)
+	}
+	// The Checker made before the install keeps its index, as before.
+	if v := a.Check(context.Background(), Request{Path: second}).Binary; v.Source == SourceDpkg {
+		t.Errorf("second by the old index: %+v, want no dpkg verdict", v)
+	}
+}
+
+// TestWarmDpkg: WarmDpkg builds the index in the background, with no
+// lookup asking for it, and the next Checker gets that index.
+func TestWarmDpkg(t *testing.T) {
+	if _, err := os.Stat(DefaultDpkgDir); err != nil {
+		t.Skip("no dpkg database here:", err)
+	}
+	dpkgShared.mu.Lock()
+	delete(dpkgShared.m, DefaultDpkgDir) // whatever an earlier test built
+	dpkgShared.mu.Unlock()
+	WarmDpkg()
+	dpkgShared.mu.Lock()
+	x := dpkgShared.m[DefaultDpkgDir]
+	dpkgShared.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for x.buildNS.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("WarmDpkg: no index built after 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := newChecker(t, Options{TempDirs: noTemp})
+	if c.dpkg != x {
+		t.Fatal("the next Checker did not get the warmed index")
+	}
+	if _, _, ok := c.dpkg.lookup("/usr/bin/true"); !ok {
+		t.Error("the warmed index does not know /usr/bin/true")
+	}
+}
+
+// TestMD5OnlyWhenListed: a file no MD5-listing source knows is read once,
+// for its SHA-256 alone; the same file reached by a name dpkg lists (a
+// hard link) then gets its MD5 from a second read, and the right verdict.
+func TestMD5OnlyWhenListed(t *testing.T) {
+	truePath, listed := realTrue(t)
+	dir := t.TempDir()
+	plain := copyFile(t, truePath, filepath.Join(dir, "plain"), 0o755)
+	packaged := filepath.Join(dir, "packaged")
+	if err := os.Link(plain, packaged); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	fake := fakeDpkg(t, "coreutils", map[string]string{packaged: listed})
+	c := newChecker(t, Options{DpkgDir: fake, TempDirs: noTemp})
+
+	if v := c.Check(context.Background(), Request{Path: plain}).Binary; v.Source == SourceDpkg || v.MD5 != "" || v.SHA256 != sha(t, plain) {
+		t.Fatalf("plain: %+v, want no dpkg verdict and no md5", v)
+	}
+	c.cache.mu.Lock()
+	for k, d := range c.cache.m {
+		if d.md5 != "" {
+			t.Errorf("cache entry %+v has an md5 nothing asked for", k)
+		}
+	}
+	c.cache.mu.Unlock()
+
+	v := c.Check(context.Background(), Request{Path: packaged}).Binary
+	if v.Status != Verified || v.Source != SourceDpkg || v.MD5 != listed {
+		t.Fatalf("packaged: %+v, want verified by dpkg with md5 %s", v, listed)
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Misses != 1 {
+		t.Errorf("hash cache %+v, want the second name to hit the first's digest", st)
+	}
+}

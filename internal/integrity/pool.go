@@ -12,7 +12,9 @@ import (
 // hashes and judges. Nothing blocks the recorder: a full request queue
 // refuses the exec; a full hash queue has the opener judge an exec whose
 // files are all in the hash cache on the spot (a stat and a few map
-// lookups, no reading) and refuse any other.
+// lookups, no reading) and refuse any other. The workers run on threads
+// of their own at a lower priority (lowerPriority): the traced command
+// comes first.
 type Pool struct {
 	c       *Checker
 	ctx     context.Context
@@ -64,6 +66,7 @@ func (p *Pool) open() {
 
 func (p *Pool) work() {
 	defer p.workers.Done()
+	lowerPriority()
 	for o := range p.jobs {
 		p.deliver(p.c.judge(p.ctx, o))
 	}

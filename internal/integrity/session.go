@@ -54,6 +54,9 @@ func StartSession(ctx context.Context, home string, opts Options, w *session.Wri
 		slog.Warn("integrity: checking off", "error", err)
 		return nil
 	}
+	// The index is built now, while the agent starts, not at its first
+	// exec (a no-op when WarmDpkg or an earlier session built it).
+	c.warmDpkg()
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	x := &SessionCheck{w: w, cancel: cancel}
 	x.pool = c.Start(hctx, sessionWorkers, sessionQueue, x.store)

@@ -260,7 +260,7 @@ func (s *Store) PinPaths(paths []string, now time.Time) ([]string, error) {
 			err = errors.New("not a regular file")
 		}
 		if err == nil {
-			d, err = hashFile(context.Background(), f)
+			d, err = hashFile(context.Background(), f, false)
 		}
 		f.Close()
 		if err != nil {

@@ -27,6 +27,11 @@ import (
 // complete whatever the traced command does: crash, signal, daemons.
 // Nothing is left behind when the sensor cannot load.
 func Record(ctx context.Context, o Options) (*Result, error) {
+	if !o.NoIntegrity {
+		// dpkg's index is ready before the command starts: built while
+		// the sensor loads, not at the tree's first exec.
+		integrity.WarmDpkg()
+	}
 	s, err := sensor.New(o.Sensor)
 	if err != nil {
 		return nil, err
