@@ -320,8 +320,9 @@ func (w *Writer) commit() {
 	}
 	w.mu.Lock()
 	dirty := w.dirty
+	verdicts := len(w.verdicts.unsaved) > 0
 	w.mu.Unlock()
-	if !w.inTx && !dirty {
+	if !w.inTx && !dirty && !verdicts {
 		return
 	}
 	if err := w.commitTx(dirty, false); err != nil {
@@ -349,10 +350,15 @@ func (w *Writer) commitTx(dirty, final bool) (err error) {
 		}
 		w.inTx = true
 	}
+	// The state (meta, lost counters, leftovers) is written when it
+	// changed; the verdicts integrity checking adds as a tree execs new
+	// programs are rows of their own and do not rewrite it.
 	if dirty || final {
 		if err := w.writeState(final); err != nil {
 			return err
 		}
+	} else if err := w.writeVerdicts(nil); err != nil {
+		return err
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)

@@ -44,8 +44,8 @@ func (w *Writer) AddVerdict(v Verdict) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.verdicts.unsaved = append(w.verdicts.unsaved, v)
-	w.dirty = true
 }
+
 
 // writeVerdicts inserts the uncommitted verdicts inside the caller's
 // transaction and, when st is not nil (the final state), digests every
