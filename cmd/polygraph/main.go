@@ -108,6 +108,16 @@ func run() int {
 			}
 		}
 	}
+	// POLYGRAPH_MEMPROFILE=FILE writes where the command allocated, at
+	// its end (go tool pprof -sample_index=alloc_space).
+	if f := os.Getenv("POLYGRAPH_MEMPROFILE"); f != "" {
+		defer func() {
+			if out, err := os.Create(f); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(out, 0)
+				out.Close()
+			}
+		}()
+	}
 	root := newRootCommand()
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(withUsage(cmd, err), ctx.Err() != nil)

@@ -37,6 +37,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
+	sensor.ReleaseLoadMemory()
 
 	w, err := session.Create(o.Home, newMeta(o, s.Unavailable()))
 	if err != nil {

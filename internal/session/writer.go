@@ -38,6 +38,11 @@ const (
 	// pipeline: about 0.1 s at the sensor's peak rate, so a slow disk
 	// shows up as back-pressure on Add rather than as unbounded memory.
 	queueSize = 16384
+	// freeBatches is how many written batches wait for encode to reuse
+	// them: as many as a commit holds at the agent burst's rate (a batch
+	// is what was queued when encode took it, often a few dozen events),
+	// so their 32 KiB buffers are reused, not allocated anew.
+	freeBatches = 64
 	// maxInterned bounds the path cache; past it the cache starts over
 	// and a path seen again gets a second strings row, which costs a few
 	// bytes but keeps memory flat on a week-long `watch`.
@@ -206,7 +211,7 @@ func newWriter(path string, meta Meta, g *guard) (*Writer, error) {
 		conn:     conn,
 		queue:    make(chan *event.Event, queueSize),
 		batches:  make(chan *batch, 4),
-		free:     make(chan *batch, 8),
+		free:     make(chan *batch, freeBatches),
 		done:     make(chan struct{}),
 		meta:     meta,
 		lost:     map[string]uint64{},

@@ -113,6 +113,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer s.Close()
+	sensor.ReleaseLoadMemory()
 	w := &watcher{ctx: ctx, o: o, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
 		enc: json.NewEncoder(o.Out), openIDs: map[string]bool{}}
 	w.self, _ = os.Executable()
