@@ -46,7 +46,6 @@ func (w *Writer) AddVerdict(v Verdict) {
 	w.verdicts.unsaved = append(w.verdicts.unsaved, v)
 }
 
-
 // writeVerdicts inserts the uncommitted verdicts inside the caller's
 // transaction and, when st is not nil (the final state), digests every
 // row of the table into it, read back the way the reader reads them.
