@@ -2,9 +2,10 @@ package sensor
 
 import (
 	"bytes"
-	"io"
-	"os"
 	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // environMax bounds what procHome reads of an environment.
@@ -18,14 +19,24 @@ const environMax = 64 << 10
 // has exited shows none, so its image inherits its parent's HOME, as its
 // environment most likely did.
 func procHome(pid uint32) string {
-	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/environ")
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, environMax))
-	return envHome(b)
+	defer unix.Close(fd)
+	// One read: the kernel copies up to the buffer's size of the
+	// environment in a single call (io.ReadAll's growing reads made it
+	// six calls, each walking the process's memory, at ~25 µs an exec).
+	bp := environBuf.Get().(*[]byte)
+	defer environBuf.Put(bp)
+	n, err := unix.Read(fd, *bp)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	return envHome((*bp)[:n])
 }
+
+var environBuf = sync.Pool{New: func() any { b := make([]byte, environMax); return &b }}
 
 // envHome finds HOME in a NUL-separated environment block.
 func envHome(env []byte) string {

@@ -1,6 +1,7 @@
 package sensor
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -45,5 +46,26 @@ func TestProcHome(t *testing.T) {
 	}
 	if got := procHome(1 << 30); got != "" {
 		t.Errorf("procHome of no process = %q", got)
+	}
+}
+
+// BenchmarkProcHome reads the HOME of a live child with a 4 KiB
+// environment, HOME last, as an agent's shells have.
+func BenchmarkProcHome(b *testing.B) {
+	cmd := exec.Command("sleep", "30")
+	for i := range 64 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("VAR_%02d=%060d", i, i))
+	}
+	cmd.Env = append(cmd.Env, "HOME=/srv/elsewhere")
+	if err := cmd.Start(); err != nil {
+		b.Skipf("cannot start sleep: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := uint32(cmd.Process.Pid)
+	b.ReportAllocs()
+	for b.Loop() {
+		if procHome(pid) != "/srv/elsewhere" {
+			b.Fatal("wrong HOME")
+		}
 	}
 }
