@@ -24,6 +24,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/sensor"
@@ -535,6 +536,9 @@ func prepareBpftrace(ctx context.Context, e *env) error {
 	if err := ensureTools(ctx, e, "bpftrace", map[string]string{"bpftrace": "bpftrace"}); err != nil {
 		return err
 	}
+	if err := ensureTracefs(); err != nil {
+		return err
+	}
 	// A syscall this architecture lacks (open, creat on arm64) has no tracepoint.
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(bpftraceScript, "\n") {
@@ -547,6 +551,23 @@ func prepareBpftrace(ctx context.Context, e *env) error {
 		b.WriteString(l)
 	}
 	return os.WriteFile(bpftraceScriptPath(e), []byte(b.String()), 0o644)
+}
+
+// tracefsDir is where bpftrace reads the tracepoints' formats.
+const tracefsDir = "/sys/kernel/tracing"
+
+// ensureTracefs mounts tracefs where it is not mounted (a minimal VM's
+// init may leave /sys/kernel/tracing empty): bpftrace finds no tracepoint
+// without it.
+func ensureTracefs() error {
+	if _, err := os.Stat(filepath.Join(tracefsDir, "events")); err == nil {
+		return nil
+	}
+	if err := unix.Mount("tracefs", tracefsDir, "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("tracefs is not mounted at %s and mounting it failed: %w", tracefsDir, err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: mounted tracefs at %s for bpftrace\n", tracefsDir)
+	return nil
 }
 
 var lostRE = regexp.MustCompile(`Lost (\d+) events`)
