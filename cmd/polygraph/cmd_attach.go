@@ -8,10 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/record"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
 type attachOptions struct {
+	ringFlag
 	pid  int
 	json bool
 	reportFlags
@@ -34,6 +36,7 @@ What they did before attaching is not recorded.`,
 	}
 	cmd.Flags().IntVar(&opts.pid, "pid", 0, "the root of the tree to trace (required)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON on stdout")
+	opts.addRingFlag(cmd)
 	addReportFlags(cmd, &opts.reportFlags)
 	return cmd
 }
@@ -42,9 +45,14 @@ func runAttach(ctx context.Context, opts *attachOptions, stdout, stderr io.Write
 	if opts.pid <= 0 {
 		return &usageError{fmt.Errorf("attach needs --pid PID")}
 	}
+	ring, err := opts.ringBytes()
+	if err != nil {
+		return err
+	}
 	home, err := session.Home()
 	if err != nil {
 		return err
 	}
-	return recordAndReport(ctx, record.Options{Home: home, Mode: "attach", AttachPID: opts.pid}, opts.json, &opts.reportFlags, stdout, stderr)
+	ro := record.Options{Home: home, Mode: "attach", AttachPID: opts.pid, Sensor: sensor.Options{RingBytes: ring}}
+	return recordAndReport(ctx, ro, opts.json, &opts.reportFlags, stdout, stderr)
 }

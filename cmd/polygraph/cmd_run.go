@@ -16,10 +16,12 @@ import (
 
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/record"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
 type runOptions struct {
+	ringFlag
 	json          bool
 	linger        time.Duration
 	asRoot        bool
@@ -90,6 +92,7 @@ above SEV exists; 1 when polygraph cannot trace.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON on stdout")
+	opts.addRingFlag(cmd)
 	cmd.Flags().DurationVar(&opts.linger, "linger", 30*time.Second, "keep tracing processes left running up to this long after CMD exits (0: stop at once)")
 	cmd.Flags().BoolVar(&opts.asRoot, "as-root", false, "under sudo, run CMD as root instead of the invoking user")
 	cmd.Flags().BoolVar(&opts.keepCaps, "keep-caps", false, "let a CMD that runs as root keep the capabilities that can turn the sensor off")
@@ -107,12 +110,16 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if opts.linger < 0 {
 		return &usageError{fmt.Errorf("--linger %s: want a duration of 0 or more", opts.linger)}
 	}
+	ring, err := opts.ringBytes()
+	if err != nil {
+		return err
+	}
 	home, err := session.Home()
 	if err != nil {
 		return err
 	}
 	ro := record.Options{
-		Home: home, Mode: "run", Command: args, Linger: opts.linger,
+		Home: home, Mode: "run", Command: args, Linger: opts.linger, Sensor: sensor.Options{RingBytes: ring},
 		KillLeftovers: opts.killLeftovers, KeepCaps: opts.keepCaps, LeaveOnExit: opts.onExit == onExitLeave,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Notices: stderr,
 	}

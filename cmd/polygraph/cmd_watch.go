@@ -13,6 +13,7 @@ import (
 )
 
 type watchOptions struct {
+	ringFlag
 	out     string
 	keep    string
 	maxSize string
@@ -42,6 +43,7 @@ start and hourly. See docs/watch.md.`,
 	cmd.Flags().StringVar(&opts.out, "out", "", "append findings to FILE instead of stdout")
 	cmd.Flags().StringVar(&opts.keep, "keep", "7d", "delete watch sessions older than this (0: keep)")
 	cmd.Flags().StringVar(&opts.maxSize, "max-size", "1G", "delete the oldest watch sessions past this total size (0: no cap)")
+	opts.addRingFlag(cmd)
 	cmd.Flags().StringSliceVar(&opts.homes, "home", nil, "watch the agent stores under these homes only (default: every home in /etc/passwd, and /root)")
 	return cmd
 }
@@ -54,6 +56,10 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 	size, err := watch.ParseSize(opts.maxSize)
 	if err != nil {
 		return &usageError{err}
+	}
+	ring, err := opts.ringBytes()
+	if err != nil {
+		return err
 	}
 	home, err := session.Home()
 	if err != nil {
@@ -68,7 +74,7 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Keep: keep, MaxSize: size})
+	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Keep: keep, MaxSize: size, RingBytes: ring})
 	if err != nil {
 		return err
 	}

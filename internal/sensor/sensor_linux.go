@@ -68,9 +68,6 @@ var optionalBTF = map[string]struct{ target, feature string }{
 // New loads and attaches the sensor. Nothing is traced until Track adds a
 // process. The caller must Close it.
 func New(opts Options) (*Sensor, error) {
-	if opts.RingBytes == 0 {
-		opts.RingBytes = 16 << 20
-	}
 	if opts.SecRingBytes == 0 {
 		opts.SecRingBytes = 4 << 20
 	}
@@ -93,6 +90,9 @@ func New(opts Options) (*Sensor, error) {
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		ncpu = runtime.NumCPU()
+	}
+	if opts.RingBytes == 0 {
+		opts.RingBytes = DefaultRingBytes(ncpu)
 	}
 	spec.Maps["scratch"].MaxEntries = uint32(ncpu)
 	spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)

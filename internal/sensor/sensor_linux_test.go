@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/polygraph/polygraph/internal/testenv"
 )
 
@@ -44,5 +46,24 @@ func TestPruneForgetsExited(t *testing.T) {
 	if len(got) != 1 || got[0] != uint32(live.Process.Pid) {
 		t.Errorf("tracked after Prune = %v, want only the live pid %d (gone %d, zombie %d)",
 			got, live.Process.Pid, gone.Process.Pid, zombie.Process.Pid)
+	}
+}
+
+// TestRingSize: the event ring the kernel made is the size asked for,
+// and by default the one DefaultRingBytes gives for this host's CPUs.
+func TestRingSize(t *testing.T) {
+	testenv.RequireRoot(t)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ ask, want int }{{0, DefaultRingBytes(ncpu)}, {1 << 20, 1 << 20}} {
+		s, err := New(Options{RingBytes: tc.ask})
+		testenv.Feature(t, "BPF sensor", err)
+		got := s.coll.Maps["events"].MaxEntries()
+		s.Close()
+		if int(got) != tc.want {
+			t.Errorf("asked %d: ring of %d bytes, want %d", tc.ask, got, tc.want)
+		}
 	}
 }

@@ -35,6 +35,8 @@ type Options struct {
 	// Keep and MaxSize bound the watch sessions kept (Prune); zero keeps all.
 	Keep    time.Duration
 	MaxSize int64
+	// RingBytes is the sensor's event ring size (zero: its default).
+	RingBytes int
 	// PruneEvery is how often retention runs while watching (zero: hourly).
 	PruneEvery time.Duration
 	// Ready, when set, is called once the sensor is attached and the

@@ -108,7 +108,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.PruneEvery == 0 {
 		o.PruneEvery = time.Hour
 	}
-	s, err := sensor.New(sensor.Options{Watch: true})
+	s, err := sensor.New(sensor.Options{Watch: true, RingBytes: o.RingBytes})
 	if err != nil {
 		return err
 	}
