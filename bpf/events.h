@@ -40,6 +40,7 @@ enum ev_kind {
 /* Limits of the variable parts (documented in README, "What is recorded"). */
 #define ARGV_MAX 65535      /* bytes of argv, NULs included */
 #define USTR_MAX 4096       /* one user-supplied path */
+#define ENV_MAX 4096        /* bytes of an exec's environment carried for its HOME */
 #define NAME_MAX_ 256       /* one path component */
 #define WALK_MAX 4096       /* bytes of one kernel-walked path */
 #define WALK_DEPTH 64       /* components of one kernel-walked path */
@@ -70,9 +71,11 @@ struct ev_header {
 	char comm[16];
 };
 
-/* EV_EXEC: then path (walked), cwd (walked), argv (NUL-separated), and
- * for a script (binfmt_script/misc ran an interpreter) the name the
- * process executed, as it passed it. */
+/* EV_EXEC: then path (walked), cwd (walked), argv (NUL-separated), for
+ * a script (binfmt_script/misc ran an interpreter) the name the process
+ * executed, as it passed it, and the first ENV_MAX bytes of the
+ * environment (NUL-separated), which user space reads HOME from and
+ * keeps nothing else of. */
 struct ev_exec {
 	struct ev_header h;
 	__u32 uid;
@@ -80,7 +83,7 @@ struct ev_exec {
 	__u16 path_len;
 	__u16 cwd_len;
 	__u16 script_len;
-	__u16 _pad0;
+	__u16 env_len;
 };
 
 /* EV_FORK */

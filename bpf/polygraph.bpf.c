@@ -74,6 +74,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define DATA_SIZE (2 * 65536 + USTR_MAX)
 #define SCRATCH_SIZE (DATA_OFF + DATA_SIZE)
 #define OFF(o) (DATA_OFF + ((o) & 0xFFFF))
+/* OFF17 is for a piece of at most USTR_MAX bytes that may start past
+ * 64 KiB (an exec's script name and environment follow an argv of up to
+ * 64 KiB): DATA_SIZE leaves room for it at any 17-bit offset. */
+#define OFF17(o) (DATA_OFF + ((o) & 0x1FFFF))
+_Static_assert(0x1FFFF + USTR_MAX <= DATA_SIZE && ENV_MAX <= USTR_MAX, "a 17-bit piece leaves the scratch");
 
 /* walk_state is a path walk in progress (see walk_step). */
 struct walk_state {
@@ -526,7 +531,6 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	__u8 flags = pi ? 0 : EVF_OUTSIDE;
 	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXEC, now, now);
 	e->uid = p->cred->uid.val;
-	e->_pad0 = 0;
 
 	struct file *f = bprm->file;
 	/* An image with no links left (deleted, or a memfd) can only have
@@ -555,12 +559,24 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	e->script_len = 0;
 	const char *fname = bprm->filename;
 	if (bprm->interp != fname) {
-		long n = bpf_probe_read_kernel_str(&s->b[OFF(off)], USTR_MAX, fname);
+		long n = bpf_probe_read_kernel_str(&s->b[OFF17(off)], USTR_MAX, fname);
 		if (n > 0) {
 			e->script_len = n;
 			off += n;
 		}
 	}
+	/* The environment as the kernel just laid it on the new image's
+	 * stack, before any of the image's code ran: its HOME is the one
+	 * its "~/" means. Read here, not from /proc later, a process that
+	 * exits at once still has one, and one that rewrites its own
+	 * environment cannot change what was recorded. */
+	unsigned long es = mm->env_start;
+	unsigned long ee = mm->env_end;
+	__u64 elen = bounded(ee > es ? ee - es : 0, ENV_MAX);
+	if (bpf_probe_read_user(&s->b[OFF17(off)], elen, (void *)es))
+		elen = 0;
+	e->env_len = elen;
+	off += elen;
 	e->h.flags = flags;
 	submit_sec(s, off);
 	return 0;

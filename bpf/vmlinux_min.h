@@ -209,6 +209,8 @@ struct socket {
 struct mm_struct {
 	unsigned long arg_start;
 	unsigned long arg_end;
+	unsigned long env_start;
+	unsigned long env_end;
 	struct file *exe_file;
 };
 

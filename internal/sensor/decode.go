@@ -40,6 +40,10 @@ const (
 // Header flags and layout constants. Keep in sync with bpf/events.h and
 // DATA_OFF in bpf/polygraph.bpf.c.
 const (
+	// envMax is ENV_MAX (bpf/events.h): the bytes of an exec's
+	// environment its record carries.
+	envMax = 4096
+
 	flagTruncArgv = 1 << 0
 	flagTruncPath = 1 << 1
 	flagTruncUstr = 1 << 2
@@ -207,8 +211,8 @@ func data(b []byte, off *int, n int) ([]byte, error) {
 
 // pieces splits the record's data part into consecutive pieces of the
 // given lengths, checking each against the record's size.
-func pieces(b []byte, lens ...int) ([4][]byte, error) {
-	var out [4][]byte // no record has more
+func pieces(b []byte, lens ...int) ([5][]byte, error) {
+	var out [5][]byte // no record has more
 	off := 0
 	for i, n := range lens {
 		p, err := data(b, &off, n)
@@ -334,11 +338,11 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := pieces(b, int(r.PathLen), int(r.CwdLen), int(r.ArgvLen), int(r.ScriptLen))
+	ps, err := pieces(b, int(r.PathLen), int(r.CwdLen), int(r.ArgvLen), int(r.ScriptLen), int(r.EnvLen))
 	if err != nil {
 		return nil, err
 	}
-	pb, cb, ab, sb := ps[0], ps[1], ps[2], ps[3]
+	pb, cb, ab, sb, eb := ps[0], ps[1], ps[2], ps[3], ps[4]
 	// The exec starts a new image: its parent is the image that called execve.
 	prev := d.procs[r.H.Pid]
 	np := &proc{imageNS: r.H.ImageNs, execID: event.ExecID(r.H.Pid, r.H.ImageNs)}
@@ -365,9 +369,13 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	}
 	e.Process.UID = d.u32.Ptr(r.Uid)
 	e.Process.Deleted = r.H.Flags&flagDeleted != 0
-	if d.Home != nil {
-		e.Process.Home = d.Home(r.H.Pid)
+	// HOME from the environment the kernel copied at the exec; from
+	// /proc only where it may lie past what it copies (or nothing was).
+	home, found := envHome(eb)
+	if !found && (len(eb) == 0 || len(eb) >= envMax) && d.Home != nil {
+		home = d.Home(r.H.Pid)
 	}
+	e.Process.Home = home
 	return e, nil
 }
 

@@ -1,7 +1,6 @@
 package sensor
 
 import (
-	"bytes"
 	"strconv"
 	"sync"
 
@@ -33,19 +32,8 @@ func procHome(pid uint32) string {
 	if err != nil || n <= 0 {
 		return ""
 	}
-	return envHome((*bp)[:n])
+	home, _ := envHome((*bp)[:n])
+	return home
 }
 
 var environBuf = sync.Pool{New: func() any { b := make([]byte, environMax); return &b }}
-
-// envHome finds HOME in a NUL-separated environment block.
-func envHome(env []byte) string {
-	for len(env) > 0 {
-		kv, rest, _ := bytes.Cut(env, []byte{0})
-		if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
-			return string(v)
-		}
-		env = rest
-	}
-	return ""
-}

@@ -9,14 +9,19 @@ import (
 )
 
 func TestEnvHome(t *testing.T) {
-	for _, tc := range []struct{ env, want string }{
-		{"PATH=/bin\x00HOME=/home/ann\x00USER=ann\x00", "/home/ann"},
-		{"HOME=/root", "/root"},
-		{"XHOME=/x\x00PATH=/bin\x00", ""},
-		{"", ""},
+	for _, tc := range []struct {
+		env, want string
+		found     bool
+	}{
+		{"PATH=/bin\x00HOME=/home/ann\x00USER=ann\x00", "/home/ann", true},
+		{"HOME=/root\x00", "/root", true},
+		{"HOME=\x00", "", true},
+		{"HOME=/ro", "", false}, // cut short: not the process's HOME
+		{"XHOME=/x\x00PATH=/bin\x00", "", false},
+		{"", "", false},
 	} {
-		if got := envHome([]byte(tc.env)); got != tc.want {
-			t.Errorf("envHome(%q) = %q, want %q", tc.env, got, tc.want)
+		if got, found := envHome([]byte(tc.env)); got != tc.want || found != tc.found {
+			t.Errorf("envHome(%q) = %q, %v; want %q, %v", tc.env, got, found, tc.want, tc.found)
 		}
 	}
 }

@@ -55,7 +55,7 @@ type polygraphEvExec struct {
 	PathLen   uint16
 	CwdLen    uint16
 	ScriptLen uint16
-	Pad0      uint16
+	EnvLen    uint16
 }
 
 type polygraphEvExit struct {

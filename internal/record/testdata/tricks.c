@@ -440,7 +440,25 @@ static int do_killgroup(char **argv)
 	return (kill(0, SIGURG) | kill(-atoi(argv[2]), SIGURG)) != 0;
 }
 
-int main(int argc, char **argv)
+/* envforge SECONDS: rewrite this process's own HOME in place, in the
+ * environment block the kernel laid out at exec (what /proc/PID/environ
+ * shows), to a decoy of the same length, then stay alive for SECONDS. */
+static int do_envforge(char **argv, char **envp)
+{
+	for (char **e = envp; *e; e++) {
+		if (!strncmp(*e, "HOME=", 5)) {
+			for (char *c = *e + 5; *c; c++)
+				*c = 'x';
+			break;
+		}
+	}
+	printf("forged\n");
+	fflush(stdout);
+	sleep(atoi(argv[2]));
+	return 0;
+}
+
+int main(int argc, char **argv, char **envp)
 {
 	if (argc < 2)
 		return 2;
@@ -487,6 +505,8 @@ int main(int argc, char **argv)
 		return do_killgroup(argv);
 	if (!strcmp(m, "kill") && argc == 3)
 		return do_kill(argv);
+	if (!strcmp(m, "envforge") && argc == 3)
+		return do_envforge(argv, envp);
 	if (!strcmp(m, "hello"))
 		return printf("hello\n") < 0;
 	return 2;
