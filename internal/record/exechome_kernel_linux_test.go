@@ -2,6 +2,8 @@ package record
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,27 @@ func TestExecHomeFromKernel(t *testing.T) {
 	far := execOf(func(e *event.Event) bool { a := e.Argv(); return len(a) == 2 && a[0] == "/bin/sleep" })
 	if far.Home() != "/srv/far" {
 		t.Errorf("HOME past %d bytes of environment: %q, want /srv/far (from /proc)", 4096, far.Home())
+	}
+}
+
+// TestScriptAfterLongArgv: a script run with an argv at the 64 KiB the
+// record carries keeps its name and its cwd (the name used to be written
+// at a 16-bit offset past argv, over the record's start).
+func TestScriptAfterLongArgv(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "long-argv.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := recordScript(t, dir, fmt.Sprintf("%s %s", script, strings.Repeat("a", 70000)), 0)
+	e := find(evs, func(e *event.Event) bool { return e.Kind == event.KindExec && e.Script() != "" })
+	if e == nil {
+		t.Fatal("the script's exec not recorded")
+	}
+	if e.Script() != script || e.Cwd() != dir || !e.Process.ArgvTruncated {
+		t.Errorf("script %q cwd %q argv truncated %v; want %q, %q, true", e.Script(), e.Cwd(), e.Process.ArgvTruncated, script, dir)
 	}
 }
