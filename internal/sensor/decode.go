@@ -86,10 +86,12 @@ type Decoder struct {
 	BootOffset time.Time
 	// PageKB is the page size in KiB, for max RSS.
 	PageKB uint64
-	// Home, when set, gives the HOME of process pid's environment, which
-	// an exec event records (Process.Home): the home its "~/" means,
-	// which need not be polygraph's. The live sensor reads it from /proc
-	// (home_linux.go); a decoder of recorded bytes has none.
+	// Home, when set, gives the HOME of process pid's environment for an
+	// exec whose record carried none in the environment the kernel copied
+	// (a HOME past ENV_MAX bytes, or a copy that failed). An exec event
+	// records it (Process.Home): the home its "~/" means, which need not
+	// be polygraph's. The live sensor reads /proc (home_linux.go); a
+	// decoder of recorded bytes has none.
 	Home func(pid uint32) string
 	// Exe, when set, gives the executable of process pid, for the events
 	// naming a process the kernel could not walk the executable of (a

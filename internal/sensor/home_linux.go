@@ -12,11 +12,12 @@ const environMax = 64 << 10
 
 // procHome returns the HOME in the environment of process pid, read from
 // /proc/PID/environ when its exec event is decoded, or "" when the
-// process is gone, has none or it lies past environMax bytes. It reads
-// after the fact: a process that has exec'd again since shows its newer
-// environment (env -i HOME=x prog shows prog's, which is x), and one that
-// has exited shows none, so its image inherits its parent's HOME, as its
-// environment most likely did.
+// process is gone, has none or it lies past environMax bytes. The decoder
+// asks it only for an exec whose record carried no HOME in the first
+// ENV_MAX bytes of its environment (decodeExec). It reads after the fact:
+// a process that has exec'd again since shows its newer environment, one
+// that has exited shows none (its image inherits its parent's HOME), and
+// one that rewrote its environment in place shows the rewrite.
 func procHome(pid uint32) string {
 	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
