@@ -170,11 +170,17 @@ func (o *opened) close() {
 
 // judge hashes and judges the open files, and closes them.
 func (c *Checker) judge(ctx context.Context, o *opened) Result {
+	return c.judgeFiles(ctx, o, true)
+}
+
+// judgeFiles judges o's files; with read false it reads none of them (a
+// verdict that would need an MD5 the cache lacks is unavailable).
+func (c *Checker) judgeFiles(ctx context.Context, o *opened, read bool) Result {
 	defer o.close()
 	r := Result{ExecID: o.req.ExecID, PID: o.req.PID}
-	r.Binary = c.verdict(ctx, RoleBinary, o.req.Path, o.bin, o.binVia, o.binErr)
+	r.Binary = c.verdict(ctx, RoleBinary, o.req.Path, o.bin, o.binVia, o.binErr, read)
 	if o.scriptPath != "" {
-		v := c.verdict(ctx, RoleScript, o.scriptPath, o.script, ViaPath, o.scriptErr)
+		v := c.verdict(ctx, RoleScript, o.scriptPath, o.script, ViaPath, o.scriptErr, read)
 		v.Interpreter = o.interp
 		r.Script = &v
 	}
@@ -195,7 +201,7 @@ func (c *Checker) judgeCached(o *opened) (Result, bool) {
 			return Result{}, false
 		}
 	}
-	return c.judge(context.Background(), o), true
+	return c.judgeFiles(context.Background(), o, false), true
 }
 
 // unavailable is the verdict on a file that could not be hashed.
@@ -203,7 +209,7 @@ func unavailable(role Role, path string, via Via, reason string) Verdict {
 	return Verdict{Role: role, Path: path, Via: via, Status: Unavailable, Reason: reason}
 }
 
-func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.File, via Via, openErr error) Verdict {
+func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.File, via Via, openErr error, read bool) Verdict {
 	if openErr != nil {
 		reason := "cannot open: " + openErr.Error()
 		if errors.Is(openErr, os.ErrNotExist) {
@@ -224,7 +230,15 @@ func (c *Checker) verdict(ctx context.Context, role Role, path string, f *os.Fil
 	if err != nil {
 		return unavailable(role, path, via, err.Error())
 	}
-	md5 := func() (string, error) { return c.cache.md5(ctx, f, d) }
+	md5 := func() (string, error) {
+		if !read {
+			if sum, ok := c.cache.knownMD5(d); ok {
+				return sum, nil
+			}
+			return "", errors.New("hash queue full: its MD5 was not read")
+		}
+		return c.cache.md5(ctx, f, d)
+	}
 	v := c.evaluate(path, d, md5)
 	v.Role, v.Via = role, via
 	return v

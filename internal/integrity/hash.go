@@ -135,15 +135,9 @@ func (c *hashCache) digest(ctx context.Context, f *os.File) (digest, error) {
 // version: a file changed between the two reads is refused, not judged
 // by a digest of one version and an MD5 of another.
 func (c *hashCache) md5(ctx context.Context, f *os.File, d digest) (string, error) {
-	if d.md5 != "" || !d.keyed {
-		return d.md5, nil // hashFile computed it with the SHA-256
+	if sum, ok := c.knownMD5(d); ok {
+		return sum, nil
 	}
-	c.mu.Lock()
-	if e, ok := c.m[d.key]; ok && e.md5 != "" {
-		c.mu.Unlock()
-		return e.md5, nil
-	}
-	c.mu.Unlock()
 	m := md5.New()
 	if _, err := io.Copy(m, ctxReader{ctx, io.NewSectionReader(f, 0, 1<<62)}); err != nil {
 		return "", fmt.Errorf("read for md5: %w", err)
@@ -159,6 +153,18 @@ func (c *hashCache) md5(ctx context.Context, f *os.File, d digest) (string, erro
 	}
 	c.mu.Unlock()
 	return sum, nil
+}
+
+// knownMD5 is the MD5 of the file d was hashed from, when it is known
+// without reading the file.
+func (c *hashCache) knownMD5(d digest) (string, bool) {
+	if d.md5 != "" || !d.keyed {
+		return d.md5, true // hashFile computed it with the SHA-256
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[d.key]
+	return e.md5, ok && e.md5 != ""
 }
 
 // hashFile reads f from the start once, feeding SHA-256 (what every

@@ -480,11 +480,18 @@ func TestMD5OnlyWhenListed(t *testing.T) {
 	}
 	c.cache.mu.Unlock()
 
+	// The opener's on-the-spot judgement (a full hash queue) reads no
+	// file: the MD5 it lacks makes the verdict unavailable, not a read.
+	r, ok := c.judgeCached(c.open(Request{Path: packaged}))
+	if !ok || r.Binary.Status != Unavailable || !strings.Contains(r.Binary.Reason, "MD5 was not read") {
+		t.Fatalf("judged from the cache: %+v %v, want unavailable for the MD5 it did not read", r.Binary, ok)
+	}
+
 	v := c.Check(context.Background(), Request{Path: packaged}).Binary
 	if v.Status != Verified || v.Source != SourceDpkg || v.MD5 != listed {
 		t.Fatalf("packaged: %+v, want verified by dpkg with md5 %s", v, listed)
 	}
-	if st := c.Stats(); st.Hits != 1 || st.Misses != 1 {
-		t.Errorf("hash cache %+v, want the second name to hit the first's digest", st)
+	if st := c.Stats(); st.Hits != 2 || st.Misses != 1 {
+		t.Errorf("hash cache %+v, want both judgements of the second name to hit the first's digest", st)
 	}
 }

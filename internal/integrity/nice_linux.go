@@ -18,14 +18,14 @@ const hashNice = 10
 // lowerPriority locks the calling goroutine to its thread and lowers
 // that thread's priority; the thread ends with the goroutine (it is never
 // unlocked), so no other goroutine runs at it. A thread already nicer
-// (polygraph started under nice) is left as it is. It reports whether the
-// priority was changed.
-func lowerPriority() bool {
+// (polygraph started under nice) is left as it is; a refusal leaves the
+// thread at its priority, which costs only the command's time.
+func lowerPriority() {
 	runtime.LockOSThread()
 	tid := unix.Gettid()
 	// The raw system call returns 20 - nice (never negative).
 	if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p >= hashNice {
-		return false
+		return
 	}
-	return unix.Setpriority(unix.PRIO_PROCESS, tid, hashNice) == nil
+	_ = unix.Setpriority(unix.PRIO_PROCESS, tid, hashNice)
 }

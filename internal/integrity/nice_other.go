@@ -2,7 +2,5 @@
 
 package integrity
 
-const hashNice = 0
-
 // lowerPriority does nothing where threads have no priority of their own.
-func lowerPriority() bool { return false }
+func lowerPriority() {}
