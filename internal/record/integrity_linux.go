@@ -2,11 +2,10 @@ package record
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -31,14 +30,8 @@ func tracedPATH(o Options) string {
 	if o.Mode != "attach" {
 		return envValue(o.Env, "PATH")
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", o.AttachPID))
-	if err != nil {
-		return os.Getenv("PATH")
-	}
-	for _, kv := range strings.Split(string(b), "\x00") {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			return v
-		}
+	if v, ok := sensor.ProcEnv(uint32(o.AttachPID), "PATH"); ok {
+		return v
 	}
 	return os.Getenv("PATH")
 }

@@ -2,20 +2,26 @@ package sensor
 
 import "bytes"
 
-// envHome finds HOME in a NUL-separated environment block. Only a
-// variable its NUL ends counts: a block cut short (ENV_MAX, environMax)
-// ends in part of one, and a HOME cut there is not the process's HOME.
-// found is false when no whole HOME= variable is in env.
-func envHome(env []byte) (home string, found bool) {
+// envVar finds variable name in a NUL-separated environment block. Only
+// a variable its NUL ends counts: a block cut short (ENV_MAX, the first
+// read of /proc/PID/environ) ends in part of one, and a value cut there
+// is not the process's. found is false when no whole name= variable is
+// in env.
+func envVar(env []byte, name string) (value string, found bool) {
 	for len(env) > 0 {
 		kv, rest, ended := bytes.Cut(env, []byte{0})
 		if !ended {
 			return "", false
 		}
-		if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
-			return string(v), true
+		if len(kv) > len(name) && kv[len(name)] == '=' && string(kv[:len(name)]) == name {
+			return string(kv[len(name)+1:]), true
 		}
 		env = rest
 	}
 	return "", false
+}
+
+// envHome is envVar(env, "HOME").
+func envHome(env []byte) (home string, found bool) {
+	return envVar(env, "HOME")
 }

@@ -18,11 +18,22 @@ func TestEnvHome(t *testing.T) {
 		{"HOME=\x00", "", true},
 		{"HOME=/ro", "", false}, // cut short: not the process's HOME
 		{"XHOME=/x\x00PATH=/bin\x00", "", false},
+		{"HOMEDIR=/x\x00HOME=/y\x00", "/y", true},
 		{"", "", false},
 	} {
 		if got, found := envHome([]byte(tc.env)); got != tc.want || found != tc.found {
 			t.Errorf("envHome(%q) = %q, %v; want %q, %v", tc.env, got, found, tc.want, tc.found)
 		}
+	}
+}
+
+func TestEnvVar(t *testing.T) {
+	env := []byte("PATHX=/no\x00PATH=/usr/bin:/bin\x00HOME=/h\x00")
+	if v, ok := envVar(env, "PATH"); !ok || v != "/usr/bin:/bin" {
+		t.Errorf("envVar PATH = %q, %v", v, ok)
+	}
+	if _, ok := envVar(env, "PAT"); ok {
+		t.Error("envVar PAT found a prefix of PATH")
 	}
 }
 

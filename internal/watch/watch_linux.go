@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -327,16 +326,8 @@ func (w *watcher) startCheck(pid int, cwd string, sw *session.Writer) *integrity
 // procPATH is PATH in /proc/PID/environ, or "" (the checker then uses
 // its own).
 func procPATH(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return ""
-	}
-	for _, kv := range strings.Split(string(b), "\x00") {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			return v
-		}
-	}
-	return ""
+	v, _ := sensor.ProcEnv(uint32(pid), "PATH")
+	return v
 }
 
 // crossRead flags an agent's tree opening another agent's store: that
