@@ -11,14 +11,19 @@
  * it, and the mount it was opened through and the mounts above that. So
  * the cache is keyed by (dentry, mount) pointers, never by the string the
  * process passed, and an entry is used only while
- *  - the dentry still has the same inode (same pointer, same superblock:
- *    a dentry made negative by unlink and reused for a new file, or an
- *    inode object reused by another filesystem, misses);
- *  - no rename and no mount change happened anywhere on the machine since
- *    the walk (path_gen counts them: every rename(2) family call and
- *    io_uring RENAMEAT that succeeds, by any process, and mount, umount2,
- *    move_mount and pivot_root; a rename of any directory above the file
- *    is what would make a cached path stale);
+ *  - the dentry still has the same inode, number, name and parent (same
+ *    inode pointer and number, same superblock, same d_name hash and
+ *    length, same d_parent: a dentry and an inode freed and handed out
+ *    again at the same addresses, for another file or another name of
+ *    the same one, miss);
+ *  - no rename, no directory removal and no mount change happened
+ *    anywhere on the machine since the walk (path_gen counts them: every
+ *    rename(2) family call and io_uring RENAMEAT that succeeds, by any
+ *    process, rmdir and unlinkat(AT_REMOVEDIR) and io_uring UNLINKAT, and
+ *    mount, umount2, move_mount and pivot_root; a rename of a directory
+ *    above the file, or one removed and its dentry reused for another
+ *    under the same name elsewhere, is what would make a cached path
+ *    stale);
  *  - it is younger than OBJ_TTL_NS, which bounds what a path change the
  *    syscalls do not show (a rename on an NFS server seen by this
  *    client's revalidation, a sysfs rename) can leave stale.
@@ -80,7 +85,7 @@ static __always_inline void paths_changed(void)
 static __always_inline bool changes_paths(long id)
 {
 	switch (id) {
-	case NR_rename: case NR_renameat: case NR_renameat2:
+	case NR_rename: case NR_renameat: case NR_renameat2: case NR_rmdir:
 	case NR_mount: case NR_umount2: case NR_move_mount: case NR_pivot_root:
 		return true;
 	}
@@ -99,16 +104,29 @@ static __always_inline bool obj_cached(struct scratch *s, struct ev_path *e, str
 	if (!st)
 		return false;
 	__u64 gen = st->gen;
+	__u64 parent, name;
+	if (HAVE_TYPED) {
+		struct dentry *td = TYPED(dentry, d);
+		parent = (__u64)td->d_parent;
+		name = td->d_name.hash_len;
+	} else {
+		parent = (__u64)BPF_CORE_READ(d, d_parent);
+		name = BPF_CORE_READ(d, d_name.hash_len);
+	}
 	s->ok.dentry = (__u64)d;
 	s->ok.mnt = (__u64)vm;
 	struct obj_val *v = bpf_map_lookup_elem(&obj_cache, &s->ok);
-	if (v && v->inode == (__u64)ino && v->sb == (__u64)sb && v->gen == gen && e->h.ts - v->ts < OBJ_TTL_NS) {
+	if (v && v->inode == (__u64)ino && v->sb == (__u64)sb && v->ino_nr == e->ino && v->parent == parent &&
+	    v->name_hash == name && v->gen == gen && e->h.ts - v->ts < OBJ_TTL_NS) {
 		e->dev = v->dev;
 		e->obj_id = v->id;
 		return true;
 	}
 	s->ov.inode = (__u64)ino;
 	s->ov.sb = (__u64)sb;
+	s->ov.ino_nr = e->ino;
+	s->ov.parent = parent;
+	s->ov.name_hash = name;
 	s->ov.gen = gen;
 	s->ov.ts = e->h.ts;
 	return false;

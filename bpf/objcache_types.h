@@ -12,6 +12,9 @@ struct obj_key {
 struct obj_val {
 	__u64 inode;
 	__u64 sb;
+	__u64 ino_nr;    /* the inode's number */
+	__u64 parent;    /* the dentry's parent */
+	__u64 name_hash; /* the dentry's d_name.hash_len */
 	__u64 gen; /* path_gen when the walk began */
 	__u64 ts;  /* boot clock of the walk's record */
 	__u32 dev;

@@ -1357,7 +1357,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	long id = SYSNR(regs);
 	if (!at_exit(id))
 		return 0;
-	if (changes_paths(id) && ret == 0)
+	if (ret == 0 && (changes_paths(id) || (id == NR_unlinkat && (A(2) & AT_REMOVEDIR))))
 		paths_changed();
 	struct proc_info *pi = current_proc();
 	if (!pi) {

@@ -746,8 +746,8 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
  * left the tree (exited) before the operation completed. */
 static __always_inline int uring_untraced(struct io_kiocb *req, __u8 op)
 {
-	if (op == IOP_RENAMEAT)
-		paths_changed(); /* a rename anywhere makes cached walks stale (objcache.h) */
+	if (op == IOP_RENAMEAT || op == IOP_UNLINKAT)
+		paths_changed(); /* a rename or rmdir anywhere makes cached walks stale (objcache.h) */
 	if (uring_is_path(op)) {
 		__u64 key = (__u64)req;
 		bpf_map_delete_elem(&uring_pend, &key);
@@ -835,7 +835,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 		return uring_untraced(req, q.op);
 	__s32 res = cqe->res;
 	__u8 op = q.op, twin = uring_twin(op);
-	if (op == IOP_RENAMEAT)
+	if (op == IOP_RENAMEAT || op == IOP_UNLINKAT)
 		paths_changed();
 	if (uring_is_path(op)) {
 		__u64 key = (__u64)req;

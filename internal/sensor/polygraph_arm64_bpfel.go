@@ -203,13 +203,16 @@ type polygraphObjState struct {
 }
 
 type polygraphObjVal struct {
-	_     structs.HostLayout
-	Inode uint64
-	Sb    uint64
-	Gen   uint64
-	Ts    uint64
-	Dev   uint32
-	Id    uint32
+	_        structs.HostLayout
+	Inode    uint64
+	Sb       uint64
+	InoNr    uint64
+	Parent   uint64
+	NameHash uint64
+	Gen      uint64
+	Ts       uint64
+	Dev      uint32
+	Id       uint32
 }
 
 type polygraphPeerKey struct {
