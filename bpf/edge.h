@@ -146,9 +146,14 @@ static __always_inline struct fifo_end *fifo_other(struct fifo_end *o, __u32 cou
  * with an atomic add between (a full barrier on x86; on arm64 the JIT's
  * atomics order less): of two opens returning together, at least the
  * second sees the first. */
-static __always_inline struct fifo_end *fifo_note(struct file_id *k, struct file *f, long fd, __u32 acc,
-						  __u64 image_ns, __u32 *side)
+static __always_inline struct fifo_end *fifo_note(struct file_id *k, struct file *f, long fd, __u64 image_ns,
+						  __u32 *side)
 {
+	/* The end the kernel opened (f_mode), not the flags the process
+	 * passed: an O_PATH open of a FIFO opens no end and notes nothing. */
+	int acc = file_acc(f);
+	if (acc < 0)
+		return 0;
 	struct fifo_ends *v = bpf_map_lookup_elem(&fifo_ends, k);
 	if (!v) {
 		struct fifo_ends z = {};
@@ -239,7 +244,7 @@ static __always_inline struct file *task_exe(__u32 pid)
 
 /* fifo_tracked notes the tree's open of the FIFO at fd; when the other
  * end's last opener is outside the tree, it reports it (EV_PEER). */
-static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd, __u32 flags)
+static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd)
 {
 	struct file *f = fd_file(t, fd);
 	if (!f)
@@ -248,7 +253,7 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
 	__u16 imode;
 	fifo_ident(f, &k, &imode);
 	__u32 side;
-	struct fifo_end *o = fifo_note(&k, f, fd, flags & O_ACCMODE, pi->image_ns, &side);
+	struct fifo_end *o = fifo_note(&k, f, fd, pi->image_ns, &side);
 	if (!o || o->image_ns)
 		return; /* none, or one in the tree */
 	__u32 peer = o->tgid;
@@ -274,24 +279,10 @@ static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret
 	__u16 mode = HAVE_TYPED ? TYPED(file, f)->f_inode->i_mode : BPF_CORE_READ(f, f_inode, i_mode);
 	if ((mode & S_IFMT) != S_IFIFO)
 		return;
-	__u64 flags = 0;
-	switch (id) {
-	case NR_openat:
-		flags = SYSARG2(regs);
-		break;
-	case NR_open:
-		flags = SYSARG1(regs);
-		break;
-	case NR_creat:
-		flags = O_WRONLY | O_CREAT | O_TRUNC;
-		break;
-	default:
-		bpf_probe_read_user(&flags, sizeof(flags), (void *)SYSARG2(regs)); /* open_how.flags */
-	}
 	struct file_id k = {};
 	fifo_ident(f, &k, &mode);
 	__u32 side;
-	struct fifo_end *o = fifo_note(&k, f, ret, flags & O_ACCMODE, 0, &side);
+	struct fifo_end *o = fifo_note(&k, f, ret, 0, &side);
 	if (!o || !o->image_ns)
 		return;
 	struct scratch *s = get_scratch();
@@ -306,7 +297,7 @@ static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret
 	h->ts = bpf_ktime_get_boot_ns();
 	h->image_ns = o->image_ns;
 	__builtin_memcpy(h->comm, o->comm, 16);
-	report_peer(s, f, &k, mode, t->tgid, BPF_CORE_READ(t, mm, exe_file), flags);
+	report_peer(s, f, &k, mode, t->tgid, BPF_CORE_READ(t, mm, exe_file), file_acc(f)); /* the outside end, as the kernel opened it */
 }
 
 /* ---- reads of another process's memory ---- */

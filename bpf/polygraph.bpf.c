@@ -38,7 +38,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFIFO 0010000
 #define SIGNAL_GROUP_EXIT 0x00000004
 #define EAGAIN 11
+#define O_RDONLY 00
 #define O_WRONLY 01
+#define O_RDWR 02
 #define O_CREAT 0100
 #define O_TRUNC 01000
 #define AT_REMOVEDIR 0x200
@@ -719,6 +721,31 @@ static __always_inline bool on_procfs(struct super_block *sb)
 	return (HAVE_TYPED ? TYPED(super_block, sb)->s_magic : BPF_CORE_READ(sb, s_magic)) == PROC_SUPER_MAGIC;
 }
 
+#define FMODE_READ 0x1
+#define FMODE_WRITE 0x2
+#define FMODE_PATH 0x4000
+
+/* file_acc is how file f is open, from the kernel's f_mode, not the flags
+ * the process passed: O_RDONLY, O_WRONLY or O_RDWR, or -1 for an O_PATH
+ * file (or none), through which nothing can be read or written. */
+static __always_inline int file_acc(struct file *f)
+{
+	if (!f)
+		return -1;
+	__u32 m = HAVE_TYPED ? TYPED(file, f)->f_mode : BPF_CORE_READ(f, f_mode);
+	if (m & FMODE_PATH)
+		return -1;
+	switch (m & (FMODE_READ | FMODE_WRITE)) {
+	case FMODE_READ:
+		return O_RDONLY;
+	case FMODE_WRITE:
+		return O_WRONLY;
+	case FMODE_READ | FMODE_WRITE:
+		return O_RDWR;
+	}
+	return -1;
+}
+
 /* open_object fills e's object part from the file fd now refers to: its
  * identity and, walked at off, its path, or the id of the same walk done
  * a moment ago (objcache.h). It returns the bytes written, and sets *sec
@@ -755,7 +782,7 @@ static __always_inline __u32 open_object(struct task_struct *t, long fd, struct 
 static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, const __u8 *leaf);
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt);
-static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd, __u32 flags);
+static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd);
 
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
@@ -797,9 +824,14 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	if (submit_to(s, off, sec))
 		obj_remember(s);
 	if (fifo) /* after the open's record: it reuses the buffer */
-		fifo_tracked(pi, t, ret, v.flags);
-	if (target && target != t->tgid)
-		report_call(pi, v.flags & 3 ? EV_INJECT : EV_MEMREAD, CALL_PROC_MEM, target, v.flags, ret, v.flags & 3);
+		fifo_tracked(pi, t, ret);
+	if (target && target != t->tgid) {
+		/* how the kernel opened it: an O_PATH open reads and writes nothing */
+		int acc = file_acc(fd_file(t, ret));
+		if (acc >= 0)
+			report_call(pi, acc != O_RDONLY ? EV_INJECT : EV_MEMREAD, CALL_PROC_MEM, target, v.flags, ret,
+				    acc != O_RDONLY);
+	}
 	return 0;
 }
 

@@ -112,6 +112,7 @@ struct path {
 struct file {
 	struct path f_path;
 	struct inode *f_inode;
+	unsigned int f_mode; /* fmode_t */
 	void *private_data;
 };
 

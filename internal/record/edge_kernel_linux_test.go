@@ -208,3 +208,31 @@ func TestUnixDatagramPath(t *testing.T) {
 		t.Errorf("send = %+v %+v, want unix %s addr_user, 6 bytes", s, s.Network, sock)
 	}
 }
+
+// TestProcMemPathOpenIsNoCall: an O_PATH open of another process's
+// /proc/PID/mem (with O_WRONLY, which O_PATH ignores) can neither read nor
+// write it. The call is judged by how the kernel opened the file, not the
+// flags passed: no inject, no memread, and the target is not adopted.
+func TestProcMemPathOpenIsNoCall(t *testing.T) {
+	dir, bin := buildTricks(t)
+	after := filepath.Join(dir, "after")
+	if err := os.WriteFile(after, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := startVictim(t, bin, filepath.Join(dir, "addr"), after)
+	script := fmt.Sprintf("%s procmempath %d || echo procmempath failed >&2\nsleep 0.3\n", bin, v.pid)
+	_, evs := recordWith(t, Options{Command: []string{"sh", "-c", script}, Dir: dir, KeepCaps: true})
+	if find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindOpen && e.Comm == "tricks" && e.Result != nil && *e.Result >= 0
+	}) == nil {
+		t.Fatal("the O_PATH open was not recorded as a successful open")
+	}
+	for _, e := range evs {
+		if (e.Kind == event.KindInject || e.Kind == event.KindMemRead) && e.TargetPID() == uint32(v.pid) {
+			t.Errorf("%s %s of pid %d from an O_PATH descriptor", e.Kind, e.Method(), v.pid)
+		}
+		if e.PID == uint32(v.pid) {
+			t.Fatalf("the target's own %s was recorded: the O_PATH open adopted it", e.Kind)
+		}
+	}
+}

@@ -353,6 +353,20 @@ static int do_procmemread(char **argv)
 	return 0;
 }
 
+/* procmempath PID: open /proc/PID/mem with O_PATH (and O_WRONLY, which
+ * O_PATH ignores): a descriptor that can neither read nor write it. */
+static int do_procmempath(char **argv)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/mem", argv[2]);
+	int fd = open(path, O_PATH | O_WRONLY);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
 /* peek PID ADDR: attach, peek ADDR 100 times, peek the user area, read
  * the registers and write them back unchanged, detach. */
 static int do_peek(char **argv)
@@ -493,6 +507,8 @@ int main(int argc, char **argv, char **envp)
 		return do_vmread(argv);
 	if (!strcmp(m, "procmemread") && argc == 4)
 		return do_procmemread(argv);
+	if (!strcmp(m, "procmempath") && argc == 3)
+		return do_procmempath(argv);
 	if (!strcmp(m, "peek") && argc == 4)
 		return do_peek(argv);
 	if (!strcmp(m, "unixdgram") && argc == 4)
