@@ -38,6 +38,7 @@ type builder struct {
 	left   []session.Leftover
 	cwd    string              // the session's and every process's cwd (proj unless set)
 	iso    *manifest.Isolation // the session ran isolated (blocked_test.go)
+	homes  []string            // the machine's homes (meta.Homes)
 	// verdicts are the integrity verdicts on the execs (judged).
 	verdicts []integrity.Result
 }
@@ -227,7 +228,7 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso},
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Homes: b.homes, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso},
 		Leftovers: b.left, Policy: b.pol, Verdicts: b.verdicts}
 	if b.noAttr {
 		return in

@@ -76,9 +76,15 @@ type facts struct {
 	// image index.
 	homes     []string
 	imageHome []int32
-	writtenAt map[int32]uint64
-	workspace []string
-	progNames [][]string
+	// accountHomes are the indexes in homes of the machine's other homes
+	// (meta.Homes: accounts whose home is not /root or /home/NAME), the
+	// longest first; accountOf caches, by path id, the one a path lies
+	// in (1 + index in homes; -1 for none).
+	accountHomes []int32
+	accountOf    map[int32]int32
+	writtenAt    map[int32]uint64
+	workspace    []string
+	progNames    [][]string
 }
 
 // fact is what the rules ask of one event.

@@ -126,15 +126,27 @@ func (s *facts) match(l *pathList, id int32) (policy.PathRule, bool) {
 // matchOf is match for the path of events[i], read against the session's
 // home and, when it matches nothing there, against the HOME the event's
 // process had (homeOf): a credential file of whichever home the program
-// reads as "~". Every /home/NAME and /root count as homes anyway.
+// reads as "~"; then against the account home the path lies in, if any
+// (meta.Homes: a credential file of that account, whatever HOME the
+// reader set). Every /home/NAME and /root count as homes anyway.
 func (s *facts) matchOf(l *pathList, i int, id int32) (policy.PathRule, bool) {
 	if r, ok := s.match(l, id); ok || id < 0 || len(s.homes) < 2 {
 		return r, ok
 	}
 	h := s.homeOf(s.events[i])
-	if h <= 0 {
-		return policy.PathRule{}, false
+	if h > 0 {
+		if r, ok := s.matchHome(l, id, h); ok {
+			return r, true
+		}
 	}
+	if a := s.accountHome(id); a > 0 && a != h {
+		return s.matchHome(l, id, a)
+	}
+	return policy.PathRule{}, false
+}
+
+// matchHome is match for the path with id read against homes[h].
+func (s *facts) matchHome(l *pathList, id, h int32) (policy.PathRule, bool) {
 	key := homeVerdict{list: l.n, path: id, home: h}
 	x := &s.paths
 	if n, ok := x.byHome[key]; ok {

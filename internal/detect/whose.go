@@ -47,6 +47,42 @@ func (s *facts) learnHomes() {
 	for _, im := range imgs {
 		of(im, 0)
 	}
+	// The machine's account homes: "~/" is any account's home, whatever
+	// HOME the reader had. /root and /home/NAME count already.
+	for _, h := range s.in.Meta.Homes {
+		h = path.Clean(h)
+		if h == "/root" || path.Dir(h) == "/home" {
+			continue
+		}
+		if i := s.homeIndex(h); i > 0 && !slices.Contains(s.accountHomes, i) {
+			s.accountHomes = append(s.accountHomes, i)
+		}
+	}
+	slices.SortStableFunc(s.accountHomes, func(a, b int32) int { return len(s.homes[b]) - len(s.homes[a]) })
+}
+
+// accountHome returns the index in homes of the account home the path
+// with id lies in, 0 for none.
+func (s *facts) accountHome(id int32) int32 {
+	if len(s.accountHomes) == 0 || id < 0 {
+		return 0
+	}
+	if n, ok := s.accountOf[id]; ok {
+		return max(n, 0)
+	}
+	if s.accountOf == nil {
+		s.accountOf = map[int32]int32{}
+	}
+	p := s.paths.strs[id]
+	n := int32(-1)
+	for _, h := range s.accountHomes {
+		if strings.HasPrefix(p, s.homes[h]+"/") {
+			n = h
+			break
+		}
+	}
+	s.accountOf[id] = n
+	return max(n, 0)
 }
 
 // homeIndex returns the index in homes of home h, adding it if new; 0

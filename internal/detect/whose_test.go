@@ -53,6 +53,20 @@ func TestWhoseHome(t *testing.T) {
 			},
 		},
 		{
+			name: "an account's home outside /home, read under another HOME",
+			build: func(b *builder) {
+				b.homes = []string{"/root", "/var/lib/jenkins", "/srv", "/srv/agent"}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "HOME=/tmp/decoy cat /var/lib/jenkins/.ssh/id_rsa /srv/agent/.aws/credentials /srv/agent/.codex/auth.json")
+				cat := ag.spawn(201, "t1", "/usr/bin/cat", "cat").home("/tmp/decoy")
+				cat.open("/var/lib/jenkins/.ssh/id_rsa", "read")
+				cat.open("/srv/agent/.aws/credentials", "read") // /srv/agent's, the longer home
+				cat.open("/srv/agent/.codex/auth.json", "read")
+				cat.open("/var/lib/other/.ssh/id_rsa", "read") // no account's home
+			},
+			want: []string{"high sensitive-read", "high sensitive-read", "high agent-config-read"},
+		},
+		{
 			name: "sudo -u: another user's and root's keys",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

@@ -11,14 +11,20 @@ import "time"
 // false was either still being written when it was read (InProgress) or
 // never closed (polygraph was killed, the machine went down).
 type Meta struct {
-	ID          string            `json:"id"`
-	Path        string            `json:"path"`
-	Command     []string          `json:"command"` // what `run` started; for attach, the root's argv
-	Mode        string            `json:"mode"`    // run, attach, demo, watch
-	Cwd         string            `json:"cwd"`     // the directory the command started in
-	User        string            `json:"user"`    // the invoking user (SUDO_USER under sudo)
-	UID         int               `json:"uid"`
-	Home        string            `json:"home"` // that user's home, where the agents keep their transcripts
+	ID      string   `json:"id"`
+	Path    string   `json:"path"`
+	Command []string `json:"command"` // what `run` started; for attach, the root's argv
+	Mode    string   `json:"mode"`    // run, attach, demo, watch
+	Cwd     string   `json:"cwd"`     // the directory the command started in
+	User    string   `json:"user"`    // the invoking user (SUDO_USER under sudo)
+	UID     int      `json:"uid"`
+	Home    string   `json:"home"` // that user's home, where the agents keep their transcripts
+	// Homes are the machine's homes when the session began: /root, each
+	// directory in /home, every account's home in /etc/passwd, and Home.
+	// The rules read "~/" as any of them (besides each process's own
+	// HOME), so a credential file of an account whose home is elsewhere
+	// (/var/lib/jenkins, /srv/agent) is one whatever HOME the reader set.
+	Homes       []string          `json:"homes,omitempty"`
 	Hostname    string            `json:"hostname"`
 	Kernel      string            `json:"kernel"`
 	Version     string            `json:"version"` // polygraph's

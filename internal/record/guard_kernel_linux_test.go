@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +315,66 @@ func TestStormKeepsSecretRead(t *testing.T) {
 	}
 	if sev["events-lost"] != detect.SeverityMedium {
 		t.Errorf("events-lost %q, want medium (only the main ring lost): %v", sev["events-lost"], sev)
+	}
+}
+
+// TestStormKeepsAccountHomeSecret: an account of this machine whose home
+// is outside /home (/srv/NAME here, as a CI runner's or a daemon's is) has
+// its credential file guarded and read as "~/" like any home's: read by a
+// process that set HOME elsewhere, in a storm that overflows the main
+// ring, it is recorded through the security ring and raises
+// sensitive-read.
+func TestStormKeepsAccountHomeSecret(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to add an account")
+	}
+	useradd, err := exec.LookPath("useradd")
+	if err != nil {
+		t.Skip("no useradd here: cannot add an account")
+	}
+	name := fmt.Sprintf("pgacct%d", os.Getpid()%100000)
+	home := filepath.Join("/srv", name)
+	if err := os.MkdirAll(filepath.Join(home, ".aws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	creds := filepath.Join(home, ".aws", "credentials")
+	if err := os.WriteFile(creds, []byte("[default]\naws_secret_access_key = planted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(useradd, "-M", "-d", home, "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", name).Run() })
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoy := t.TempDir()
+	storm := fmt.Sprintf("%s __storm /etc/hostname 300000", self)
+	res, evs := recordWith(t, Options{
+		Command: []string{"sh", "-c", fmt.Sprintf("%s & %s & sleep 0.2; cat %s >/dev/null; wait", storm, storm, creds)},
+		Env:     []string{"HOME=" + decoy, "PATH=/usr/bin:/bin"},
+		Sensor:  sensor.Options{RingBytes: os.Getpagesize()},
+	})
+	if !slices.Contains(res.Meta.Homes, home) {
+		t.Errorf("the session's homes %v lack the account's %s", res.Meta.Homes, home)
+	}
+	if res.Meta.Lost["ringbuf"] == 0 {
+		t.Fatalf("no ring buffer loss in the storm: %v", res.Meta.Lost)
+	}
+	read := find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == creds })
+	if read == nil {
+		t.Fatal("the read of the account's credentials in the storm is not recorded")
+	}
+	high := false
+	for _, f := range detect.Run(detect.Input{Events: evs, Meta: res.Meta}) {
+		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh && strings.Contains(f.Title, creds) {
+			high = true
+		}
+	}
+	if !high {
+		t.Errorf("no high sensitive-read on %s", creds)
 	}
 }

@@ -43,7 +43,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	markSensitive(s, w.Meta().Home)
+	markSensitive(s, w.Meta().Homes)
 	if o.Started != nil {
 		o.Started(w.Meta())
 	}
@@ -117,6 +117,7 @@ func newMeta(o Options, unavailable []string) session.Meta {
 	if h := envValue(o.Env, "HOME"); h != "" && o.Mode != "attach" {
 		meta.Home = h
 	}
+	meta.Homes = sessionHomes(meta.Home)
 	if o.Mode == "attach" {
 		meta.RootPID = o.AttachPID
 		meta.Command = procArgv(o.AttachPID)

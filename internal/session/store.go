@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/accounts"
 )
 
 // defaultSudoStore is where sessions recorded under sudo live, one
@@ -189,7 +190,7 @@ func privateGroup(uid, gid int) bool {
 	if err != nil {
 		return false
 	}
-	members, found := groupMembers("/etc/group", gid)
+	members, found := groupMembers(accounts.Group, gid)
 	if !found {
 		return false
 	}
@@ -198,7 +199,7 @@ func privateGroup(uid, gid int) bool {
 			return false
 		}
 	}
-	others, err := primaryUsers("/etc/passwd", gid)
+	others, err := primaryUsers(accounts.Passwd, gid)
 	if err != nil {
 		return false
 	}
@@ -212,7 +213,7 @@ func privateGroup(uid, gid int) bool {
 
 // groupMembers returns the listed members of gid in an /etc/group file.
 func groupMembers(file string, gid int) (members []string, found bool) {
-	fields, err := colonFile(file)
+	fields, err := accounts.ColonFile(file)
 	if err != nil {
 		return nil, false
 	}
@@ -232,7 +233,7 @@ func groupMembers(file string, gid int) (members []string, found bool) {
 // primaryUsers returns the uids whose primary group is gid in an
 // /etc/passwd file.
 func primaryUsers(file string, gid int) ([]int, error) {
-	fields, err := colonFile(file)
+	fields, err := accounts.ColonFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -245,25 +246,6 @@ func primaryUsers(file string, gid int) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// colonFile reads a colon-separated file such as /etc/group.
-func colonFile(file string) ([][]string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out [][]string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, strings.Split(line, ":"))
-	}
-	return out, sc.Err()
 }
 
 // own gives a file Create made its owner: the guard's root-and-reader

@@ -154,22 +154,3 @@ func match(targets []Target, path string) (Target, bool) {
 	}
 	return Target{}, false
 }
-
-// Homes lists the home directories of /etc/passwd that exist, and /root.
-func Homes() []string {
-	out := []string{"/root"}
-	b, err := os.ReadFile("/etc/passwd")
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) < 7 || f[5] == "" || f[5] == "/" || slices.Contains(out, f[5]) {
-			continue
-		}
-		if fi, err := os.Stat(f[5]); err == nil && fi.IsDir() {
-			out = append(out, f[5])
-		}
-	}
-	return out
-}

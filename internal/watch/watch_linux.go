@@ -11,9 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -102,7 +104,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Out = os.Stdout
 	}
 	if o.Homes == nil {
-		o.Homes = Homes()
+		o.Homes = accounts.Homes(accounts.Passwd)
 	}
 	if o.PruneEvery == 0 {
 		o.PruneEvery = time.Hour
@@ -127,6 +129,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := s.WatchFiles(ids); err != nil {
 		return err
 	}
+	// The agents' reads of credential files go to the security ring, as
+	// under run.
+	guarded := policy.Default().GuardedPaths(o.Homes)
+	slog.Debug("watch: sensitive files marked for the security ring", "candidates", len(guarded), "marked", s.MarkSensitive(guarded))
 	w.prune()
 	w.joinRunning()
 	s.Start(w.sink)
@@ -226,7 +232,7 @@ func (w *watcher) remember(ev *event.Event) {
 
 // start opens the session of a new agent tree rooted at ev's process.
 func (w *watcher) start(p *agent.Profile, ev *event.Event) {
-	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Hostname: w.host,
+	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Homes: w.o.Homes, Hostname: w.host,
 		Kernel: w.kernel, RootPID: int(ev.PID), StartedAt: ev.TS, Unavailable: w.s.Unavailable()}
 	if uid := ev.UID(); uid != nil {
 		meta.UID = int(*uid)

@@ -1,0 +1,90 @@
+// Package accounts reads the machine's account databases (/etc/passwd,
+// /etc/group): whose homes exist, who is in a group. It is the one reader
+// of them; the recorder asks it which homes to guard, the session store
+// which users share a group.
+package accounts
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Passwd and Group are the files read.
+const (
+	Passwd = "/etc/passwd"
+	Group  = "/etc/group"
+)
+
+// ColonFile reads a colon-separated file such as /etc/group: one slice of
+// fields per line, blank lines and # comments skipped.
+func ColonFile(file string) ([][]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, strings.Split(line, ":"))
+	}
+	return out, sc.Err()
+}
+
+// Homes lists /root, every directory in /home (accounts a directory
+// service holds are not in /etc/passwd) and the home directories of the
+// accounts in passwd (normally Passwd) that exist as directories now,
+// each once. A home that is a system directory ("/", /bin, /usr/…, /proc, …;
+// daemons' accounts have them) is left out: it is nobody's private files,
+// and reading it as "~" would make system files credentials.
+func Homes(passwd string) []string {
+	out := []string{"/root"}
+	if m, err := filepath.Glob("/home/*"); err == nil {
+		for _, h := range m {
+			if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+				out = append(out, h)
+			}
+		}
+	}
+	fields, err := ColonFile(passwd)
+	if err != nil {
+		return out
+	}
+	for _, f := range fields {
+		if len(f) < 7 {
+			continue
+		}
+		h := filepath.Clean(f[5])
+		if !filepath.IsAbs(h) || systemDir(h) || slices.Contains(out, h) {
+			continue
+		}
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// systemDir reports whether d is a directory of the system rather than
+// anyone's home: the root, the program and library trees, the kernel's
+// file systems, and /tmp and /var/tmp (a daemon's home there is scratch).
+func systemDir(d string) bool {
+	switch d {
+	case "/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys", "/run",
+		"/boot", "/tmp", "/var", "/var/tmp", "/var/run", "/nonexistent":
+		return true
+	}
+	for _, top := range []string{"/usr", "/proc", "/sys", "/dev", "/etc", "/boot", "/bin", "/sbin", "/lib"} {
+		if d == top || strings.HasPrefix(d, top+"/") {
+			return true
+		}
+	}
+	return false
+}
