@@ -400,6 +400,22 @@ static __always_inline void report_unix_send(struct proc_info *pi, struct sock_v
 	__u32 n = bounded(alen, SOCKADDR_MAX);
 	if (bpf_probe_read_user(k->addr, n & 0x7F, (void *)uaddr))
 		return;
+	/* A path goes as far as its first NUL (the kernel reads no further):
+	 * the bytes after it, and a longer length, name the same socket and
+	 * must not make a new key each (a stream of sends, each with new
+	 * trailing bytes, would fill the security ring). An abstract name
+	 * (a NUL first) is all its bytes. The bytes past n are zero. */
+	if (k->addr[2]) {
+		bool cut = false;
+		for (__u32 i = 3; i < SOCKADDR_MAX; i++) {
+			if (!cut && !k->addr[i]) {
+				cut = true;
+				n = i;
+			}
+			if (cut)
+				k->addr[i] = 0;
+		}
+	}
 	k->pid = bpf_get_current_pid_tgid() >> 32;
 	k->len = n;
 	__u8 one = 1;

@@ -188,7 +188,10 @@ func startVictim(t *testing.T, bin, addrFile, after string) victimProc {
 }
 
 // TestUnixDatagramPath: datagrams sent from an unconnected Unix socket
-// name the path they went to, once per process and path.
+// name the path they went to, once per process and path, however the
+// sender pads the address: other bytes after the path's NUL and another
+// length on each send are the same destination (they made a new security
+// record each, a way to fill that ring).
 func TestUnixDatagramPath(t *testing.T) {
 	dir, bin := buildTricks(t)
 	sock := filepath.Join(dir, "d.sock")

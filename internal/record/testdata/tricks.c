@@ -8,6 +8,7 @@
 #include <netinet/ip_icmp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,11 +399,17 @@ static int do_unixdgram(char **argv)
 	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
-	for (int i = 0; i < atoi(argv[3]); i++)
-		if (sendto(fd, "secret", 6, 0, (struct sockaddr *)&sa, sizeof(sa)) != 6) {
+	size_t plen = strlen(sa.sun_path);
+	for (int i = 0; i < atoi(argv[3]); i++) {
+		/* the same path each time, with other bytes after its NUL and
+		 * another length: one destination */
+		memset(sa.sun_path + plen + 1, 'A' + i, sizeof(sa.sun_path) - plen - 1);
+		socklen_t alen = offsetof(struct sockaddr_un, sun_path) + plen + 1 + i;
+		if (sendto(fd, "secret", 6, 0, (struct sockaddr *)&sa, alen) != 6) {
 			perror("sendto");
 			return 1;
 		}
+	}
 	struct iovec iov = {"secret", 6};
 	struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1};
 	return sendmsg(fd, &m, 0) != 6;
