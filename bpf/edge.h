@@ -302,8 +302,11 @@ static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret
 
 /* ---- reads of another process's memory ---- */
 
-/* call_key names one kind of call from one process at one target. */
+/* call_key names one kind of call from one process image (its pid and
+ * the time of its exec: a pid used again, or the same pid after an exec,
+ * is another caller) at one target. */
 struct call_key {
+	__u64 image_ns;
 	__u32 tgid;
 	__u32 target;
 	__u32 arg;
@@ -327,8 +330,8 @@ struct {
 static __always_inline int report_call_once(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg,
 					    long ret, bool adopt)
 {
-	struct call_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .target = target, .arg = arg, .kind = kind,
-			     .method = method, .ok = ret >= 0};
+	struct call_key k = {.image_ns = pi->image_ns, .tgid = bpf_get_current_pid_tgid() >> 32, .target = target,
+			     .arg = arg, .kind = kind, .method = method, .ok = ret >= 0};
 	__u8 one = 1;
 	if (bpf_map_update_elem(&calls_seen, &k, &one, BPF_NOEXIST))
 		return 0; /* reported before */
@@ -364,8 +367,10 @@ static __always_inline int report_ptrace(struct proc_info *pi, long req, __u32 p
 
 /* ---- Unix datagrams sent to a path ---- */
 
-/* unix_dest is a process's datagram destination: map unix_sent's key. */
+/* unix_dest is a process image's datagram destination (the image as in
+ * call_key): map unix_sent's key. */
 struct unix_dest {
+	__u64 image_ns;
 	__u32 pid;
 	__u16 len;
 	__u16 _pad;
@@ -380,7 +385,7 @@ struct {
 	__type(value, __u8);
 } unix_sent SEC(".maps");
 
-/* report_unix_send reports the first datagram a process sent on an
+/* report_unix_send reports the first datagram a process image sent on an
  * unconnected Unix socket to each destination (the sockaddr_un at uaddr,
  * as the process passed it: SF_USER). The receiving socket is not on
  * record: the kernel finds it by the path inside the send and keeps no
@@ -416,6 +421,7 @@ static __always_inline void report_unix_send(struct proc_info *pi, struct sock_v
 				k->addr[i] = 0;
 		}
 	}
+	k->image_ns = pi->image_ns;
 	k->pid = bpf_get_current_pid_tgid() >> 32;
 	k->len = n;
 	__u8 one = 1;

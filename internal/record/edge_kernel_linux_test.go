@@ -188,7 +188,7 @@ func startVictim(t *testing.T, bin, addrFile, after string) victimProc {
 }
 
 // TestUnixDatagramPath: datagrams sent from an unconnected Unix socket
-// name the path they went to, once per process and path, however the
+// name the path they went to, once per process image and path, however the
 // sender pads the address: other bytes after the path's NUL and another
 // length on each send are the same destination (they made a new security
 // record each, a way to fill that ring).
@@ -196,19 +196,24 @@ func TestUnixDatagramPath(t *testing.T) {
 	dir, bin := buildTricks(t)
 	sock := filepath.Join(dir, "d.sock")
 	outside(t, bin, "unixdgramrecv", sock)
-	_, evs := recordScript(t, dir, fmt.Sprintf("%s unixdgram %s 5", bin, sock), 0)
+	_, evs := recordScript(t, dir, fmt.Sprintf("%s unixdgram %s 5 again", bin, sock), 0)
 	var sends []*event.Event
 	for _, e := range evs {
 		if e.Kind == event.KindSend && e.Comm == "tricks" {
 			sends = append(sends, e)
 		}
 	}
-	if len(sends) != 1 {
-		t.Fatalf("%d send events, want 1 (the first of six datagrams to one path)", len(sends))
+	if len(sends) != 2 {
+		t.Fatalf("%d send events, want 2 (the first of six datagrams to one path, by each of two images of one pid)", len(sends))
 	}
-	s := sends[0]
-	if s.Family() != "unix" || s.Addr() != sock || !s.AddrUser() || s.Result == nil || *s.Result != 6 {
-		t.Errorf("send = %+v %+v, want unix %s addr_user, 6 bytes", s, s.Network, sock)
+	for _, s := range sends {
+		if s.Family() != "unix" || s.Addr() != sock || !s.AddrUser() || s.Result == nil || *s.Result != 6 {
+			t.Errorf("send = %+v %+v, want unix %s addr_user, 6 bytes", s, s.Network, sock)
+		}
+	}
+	if sends[0].PID != sends[1].PID || sends[0].ExecID == sends[1].ExecID {
+		t.Errorf("sends by pid %d exec %s and pid %d exec %s, want one pid, two images",
+			sends[0].PID, sends[0].ExecID, sends[1].PID, sends[1].ExecID)
 	}
 }
 

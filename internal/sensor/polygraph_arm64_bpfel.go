@@ -14,14 +14,15 @@ import (
 )
 
 type polygraphCallKey struct {
-	_      structs.HostLayout
-	Tgid   uint32
-	Target uint32
-	Arg    uint32
-	Kind   uint8
-	Method uint8
-	Ok     uint8
-	Pad    uint8
+	_       structs.HostLayout
+	ImageNs uint64
+	Tgid    uint32
+	Target  uint32
+	Arg     uint32
+	Kind    uint8
+	Method  uint8
+	Ok      uint8
+	Pad     uint8
 }
 
 type polygraphEvCall struct {
@@ -260,11 +261,12 @@ type polygraphScratch struct {
 }
 
 type polygraphUnixDest struct {
-	_    structs.HostLayout
-	Pid  uint32
-	Len  uint16
-	Pad  uint16
-	Addr [112]uint8
+	_       structs.HostLayout
+	ImageNs uint64
+	Pid     uint32
+	Len     uint16
+	Pad     uint16
+	Addr    [112]uint8
 }
 
 type polygraphUringIdent struct {

@@ -392,9 +392,10 @@ static int do_peek(char **argv)
 	return 0;
 }
 
-/* unixdgram PATH N: send N datagrams to the Unix socket bound at PATH
- * from an unconnected socket (sendto), then one more with sendmsg. */
-static int do_unixdgram(char **argv)
+/* unixdgram PATH N [again]: send N datagrams to the Unix socket bound at
+ * PATH from an unconnected socket (sendto), then one more with sendmsg;
+ * with "again", then exec itself to do it once more in the same pid. */
+static int do_unixdgram(int argc, char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -412,7 +413,15 @@ static int do_unixdgram(char **argv)
 	}
 	struct iovec iov = {"secret", 6};
 	struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1};
-	return sendmsg(fd, &m, 0) != 6;
+	if (sendmsg(fd, &m, 0) != 6)
+		return 1;
+	if (argc == 5 && !strcmp(argv[4], "again")) {
+		char *args[] = {argv[0], argv[1], argv[2], argv[3], 0};
+		execv(argv[0], args);
+		perror("execv");
+		return 1;
+	}
+	return 0;
 }
 
 /* unixdgramrecv PATH: bind a datagram socket at PATH, print ready, and
@@ -518,8 +527,8 @@ int main(int argc, char **argv, char **envp)
 		return do_procmempath(argv);
 	if (!strcmp(m, "peek") && argc == 4)
 		return do_peek(argv);
-	if (!strcmp(m, "unixdgram") && argc == 4)
-		return do_unixdgram(argv);
+	if (!strcmp(m, "unixdgram") && (argc == 4 || argc == 5))
+		return do_unixdgram(argc, argv);
 	if (!strcmp(m, "unixdgramrecv") && argc == 3)
 		return do_unixdgramrecv(argv);
 	if (!strcmp(m, "bpf"))
