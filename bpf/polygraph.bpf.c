@@ -56,12 +56,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PTRACE_SEIZE 0x4206
 #define BY_HANDLE (1u << 30) /* ev_path.flags of an open_by_handle_at: no path was named */
 #define LINK_SYMBOLIC (1u << 31) /* ev_path.flags of a symlink: its target is text */
+#define FD_TAKEN (1u << 29) /* ev_path.flags of a pidfd_getfd: another process's open file, named /proc/PID/fd/N */
 /* USER_FLAGS is a call's flags as the process passed them, without the
  * bits the records use as markers: open(2) and openat(2) ignore unknown
  * flags, so a process could otherwise set BY_HANDLE on an ordinary open
  * (and the decoder drop the path it asked for), or LINK_SYMBOLIC on a
  * linkat. */
-#define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC))
+#define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC | FD_TAKEN))
 #define NO_BASE -1000 /* op.dfd value: do not resolve this path */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
@@ -784,6 +785,17 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 				       bool adopt);
 static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd);
 
+/* taken_name writes the name of another process's open file, the one a
+ * pidfd_getfd took (pid and fd of the call), at the start of the record's
+ * data: /proc/PID/fd/N, the path that would open it. */
+static const char taken_fmt[] = "/proc/%u/fd/%u";
+static __always_inline __u32 taken_name(struct scratch *s, __u32 pid, __u32 fd)
+{
+	__u64 args[2] = {pid, fd};
+	long n = bpf_snprintf((char *)&s->b[OFF(0)], 32, taken_fmt, args, sizeof(args));
+	return n > 0 ? n : 0;
+}
+
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
 	struct scratch *s = get_scratch();
@@ -797,7 +809,14 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->result = ret;
 	e->flags = v.flags;
 	e->mode = v.mode;
-	__u32 off = path_and_base(t, s, 0, v.p1, v.dfd, &e->path_len, &e->base_len, &flags);
+	__u32 off;
+	if (v.flags & FD_TAKEN) {
+		off = taken_name(s, v.dfd, v.dfd2);
+		e->path_len = off;
+		e->base_len = 0;
+	} else {
+		off = path_and_base(t, s, 0, v.p1, v.dfd, &e->path_len, &e->base_len, &flags);
+	}
 	e->path2_len = 0;
 	e->base2_len = 0;
 	if (v.p2)
@@ -819,6 +838,12 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
+		if (v.flags & FD_TAKEN) {
+			/* no flags were passed: how the owner opened it */
+			struct file *f = fd_file(t, ret);
+			if (f)
+				e->flags = USER_FLAGS(HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) | FD_TAKEN;
+		}
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	if (submit_to(s, off, sec))
@@ -1353,7 +1378,7 @@ static __always_inline bool at_exit(long id)
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg:
-	case NR_open_by_handle_at: case NR_name_to_handle_at:
+	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd:
 	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
@@ -1458,6 +1483,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(A(2)) | BY_HANDLE, 0);
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
+	/* pidfd_getfd takes another process's open file, no path named: the
+	 * object, and /proc/PID/fd/N (pid in dfd, fd in dfd2) as asked for */
+	case NR_pidfd_getfd:
+		return report(EV_OPEN, pidfd_target(A(0)), 0, A(1), 0, FD_TAKEN, 0);
 	/* Sends: the DNS message (still in the sender's memory when the
 	 * call returns) and the destination the call named. */
 	case NR_sendto:

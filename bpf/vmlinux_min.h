@@ -113,6 +113,7 @@ struct file {
 	struct path f_path;
 	struct inode *f_inode;
 	unsigned int f_mode; /* fmode_t */
+	unsigned int f_flags;
 	void *private_data;
 };
 

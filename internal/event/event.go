@@ -207,8 +207,9 @@ type Object struct {
 	// (through a /proc or /dev/fd magic link), "symlink" (the last
 	// component names another file: a symlink was followed, or the buffer
 	// was rewritten), "chroot" (the requested path is the tail of the
-	// real one), else "differs" (a symlinked directory, a bind mount, a
-	// rename since...).
+	// real one), "pidfd_getfd" (another process's open file, taken with
+	// pidfd_getfd(2); PathRequested is its /proc/PID/fd/N), else
+	// "differs" (a symlinked directory, a bind mount, a rename since...).
 	PathDiffers string `json:"path_differs,omitempty"`
 }
 

@@ -12,12 +12,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/session"
 )
 
 // TestFIFOOutsidePeer: a process of the tree writes a secret to a FIFO
@@ -242,5 +245,41 @@ func TestProcMemPathOpenIsNoCall(t *testing.T) {
 		if e.PID == uint32(v.pid) {
 			t.Fatalf("the target's own %s was recorded: the O_PATH open adopted it", e.Kind)
 		}
+	}
+}
+
+// TestPidfdGetfdSecret: a process of the tree takes an outside process's
+// open credential file with pidfd_getfd(2), naming no path, and reads it.
+// The open is recorded as one: the file the kernel handed over (path and
+// identity), asked for as /proc/PID/fd/N, how its owner opened it, and
+// sensitive-read is raised.
+func TestPidfdGetfdSecret(t *testing.T) {
+	dir, bin := buildTricks(t)
+	p := plantCredentials(t)
+	holder := outside(t, bin, "holdfd", p.path, "77")
+	// The tree keeps its capabilities: a root tree without them may not
+	// take a file from a process that has them (an unprivileged agent
+	// may, from any process of its user).
+	_, evs := recordWith(t, Options{Command: []string{bin, "getfd", strconv.Itoa(holder.Process.Pid), "77"}, Dir: dir, KeepCaps: true})
+	took := find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindOpen && e.Comm == "tricks" && e.Object != nil && e.Object.PathDiffers == "pidfd_getfd"
+	})
+	if took == nil {
+		t.Fatal("no open recorded for the pidfd_getfd")
+	}
+	want := fmt.Sprintf("/proc/%d/fd/77", holder.Process.Pid)
+	if took.Path != p.path || took.Object.Ino != p.ino || took.Object.PathRequested != want ||
+		took.Result == nil || *took.Result < 0 || took.Access != "read" {
+		t.Errorf("open = path %q ino %d requested %q result %v access %q, want %s ino %d requested %s, a fd, read",
+			took.Path, took.Object.Ino, took.Object.PathRequested, took.Result, took.Access, p.path, p.ino, want)
+	}
+	high := false
+	for _, f := range detect.Run(detect.Input{Events: evs, Meta: session.Meta{Home: p.home}}) {
+		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh {
+			high = true
+		}
+	}
+	if !high {
+		t.Error("no high sensitive-read for the taken credential file")
 	}
 }

@@ -19,6 +19,11 @@ var callKinds = map[uint8]event.Kind{evInject: event.KindInject, evSignal: event
 // (BY_HANDLE in bpf/polygraph.bpf.c): no path was named.
 const byHandleFlag = 1 << 30
 
+// fdTakenFlag marks, in an open record's flags, a pidfd_getfd (FD_TAKEN):
+// the file is another process's open file, asked for as /proc/PID/fd/N;
+// the rest of the flags are how that process opened it.
+const fdTakenFlag = 1 << 29
+
 func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 	r, err := castHeader[polygraphEvCall](b)
 	if err != nil {

@@ -490,12 +490,20 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	if byHandle {
 		r.Flags &^= byHandleFlag
 	}
+	taken := kind == event.KindOpen && r.Flags&fdTakenFlag != 0
+	if taken {
+		r.Flags &^= fdTakenFlag
+	}
 	if kind == event.KindOpen && r.H.Flags&flagObject != 0 {
 		// The kernel's file object names what was opened; what the
 		// process asked for stays beside it where it differs.
-		if byHandle {
+		switch asked := p1; {
+		case byHandle:
 			e.Object, p1 = d.handleObject(r, obj)
-		} else {
+		case taken:
+			e.Object, p1 = d.openObject(r, obj, p1)
+			e.Object.PathRequested, e.Object.PathDiffers = asked, "pidfd_getfd"
+		default:
 			e.Object, p1 = d.openObject(r, obj, p1)
 		}
 	}

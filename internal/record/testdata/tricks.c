@@ -424,6 +424,39 @@ static int do_unixdgram(int argc, char **argv)
 	return 0;
 }
 
+/* holdfd PATH FD: open PATH as fd FD, print ready and wait: an outside
+ * process with a secret open. */
+static int do_holdfd(char **argv)
+{
+	int fd = open(argv[2], O_RDONLY);
+	if (fd < 0 || dup2(fd, atoi(argv[3])) < 0) {
+		perror("holdfd");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* getfd PID FD: take fd FD of process PID with pidfd_getfd(2), no path
+ * named, and read from it. */
+static int do_getfd(char **argv)
+{
+	int pidfd = syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+	if (pidfd < 0) {
+		perror("pidfd_open");
+		return 1;
+	}
+	int fd = syscall(SYS_pidfd_getfd, pidfd, atoi(argv[3]), 0);
+	if (fd < 0) {
+		perror("pidfd_getfd");
+		return 1;
+	}
+	char buf[64];
+	return read(fd, buf, sizeof(buf)) <= 0;
+}
+
 /* unixdgramrecv PATH: bind a datagram socket at PATH, print ready, and
  * receive for ever. */
 static int do_unixdgramrecv(char **argv)
@@ -529,6 +562,10 @@ int main(int argc, char **argv, char **envp)
 		return do_peek(argv);
 	if (!strcmp(m, "unixdgram") && (argc == 4 || argc == 5))
 		return do_unixdgram(argc, argv);
+	if (!strcmp(m, "holdfd") && argc == 4)
+		return do_holdfd(argv);
+	if (!strcmp(m, "getfd") && argc == 4)
+		return do_getfd(argv);
 	if (!strcmp(m, "unixdgramrecv") && argc == 3)
 		return do_unixdgramrecv(argv);
 	if (!strcmp(m, "bpf"))
