@@ -411,15 +411,18 @@ static __always_inline void report_unix_send(struct proc_info *pi, struct sock_v
 	 * trailing bytes, would fill the security ring). An abstract name
 	 * (a NUL first) is all its bytes. The bytes past n are zero. */
 	if (k->addr[2]) {
-		bool cut = false;
-		for (__u32 i = 3; i < SOCKADDR_MAX; i++) {
-			if (!cut && !k->addr[i]) {
-				cut = true;
-				n = i;
-			}
-			if (cut)
-				k->addr[i] = 0;
-		}
+		/* A copy of the path (in the record's data area, which is
+		 * written later), then back up to its NUL: a string copy, not a
+		 * loop over the bytes, which would cost the verifier a second
+		 * at every load. The kernel takes no address longer than a
+		 * sockaddr_un (110 bytes, fewer than SOCKADDR_MAX), so a NUL is
+		 * always within the copy. */
+		__u8 *tmp = &s->b[OFF(0)];
+		__builtin_memcpy(tmp, k->addr, SOCKADDR_MAX);
+		__builtin_memset(&k->addr[2], 0, SOCKADDR_MAX - 2);
+		long l = bpf_probe_read_kernel_str(&k->addr[2], SOCKADDR_MAX - 2, &tmp[2]);
+		if (l > 0)
+			n = 2 + l - 1;
 	}
 	k->image_ns = pi->image_ns;
 	k->pid = bpf_get_current_pid_tgid() >> 32;

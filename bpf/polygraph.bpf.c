@@ -838,12 +838,6 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
-		if (v.flags & FD_TAKEN) {
-			/* no flags were passed: how the owner opened it */
-			struct file *f = fd_file(t, ret);
-			if (f)
-				e->flags = USER_FLAGS(HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) | FD_TAKEN;
-		}
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	if (submit_to(s, off, sec))
@@ -1481,12 +1475,16 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * (BY_HANDLE tells user space). name_to_handle_at names one. */
 	case NR_open_by_handle_at:
 		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(A(2)) | BY_HANDLE, 0);
+	/* pidfd_getfd takes another process's open file, no path named: the
+	 * object, /proc/PID/fd/N (pid in dfd, fd in dfd2) as asked for, and
+	 * for flags how its owner opened it (no flags were passed). */
+	case NR_pidfd_getfd: {
+		struct file *f = ret >= 0 ? fd_file(bpf_get_current_task_btf(), ret) : 0;
+		__u32 ff = f ? (HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) : 0;
+		return report(EV_OPEN, pidfd_target(A(0)), 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
+	}
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
-	/* pidfd_getfd takes another process's open file, no path named: the
-	 * object, and /proc/PID/fd/N (pid in dfd, fd in dfd2) as asked for */
-	case NR_pidfd_getfd:
-		return report(EV_OPEN, pidfd_target(A(0)), 0, A(1), 0, FD_TAKEN, 0);
 	/* Sends: the DNS message (still in the sender's memory when the
 	 * call returns) and the destination the call named. */
 	case NR_sendto:
