@@ -190,7 +190,7 @@ struct ev_call {
 	__u8 adopted; /* inject: the target was outside the tree and is traced from now */
 	__u8 ns_local; /* inject: the caller is in a child pid namespace: target is its number there */
 	__u8 _pad0;
-	__u32 _pad1;
+	__u32 exe_len; /* inject, memread of an outside process: its executable, walked at the call, at DATA_OFF */
 	__u64 target_image_ns; /* inject, memread: the target's image where it is in the tree or adopted (0: outside) */
 };
 

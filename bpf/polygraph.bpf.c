@@ -1260,14 +1260,19 @@ static __always_inline bool initial_pid_ns(void)
  * the record's time as the image_ns its events carry, which the record
  * names, so user space links those events to the injector. polygraph
  * itself is never adopted (it would trace its own reads). */
+static __always_inline struct file *task_exe(__u32 pid);
+
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt)
 {
-	struct ev_call *e = bpf_ringbuf_reserve(&sec_events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_SEC);
+	/* built in the scratch (its callers have sent their own record by
+	 * now): an outside target's executable follows it */
+	struct scratch *s = get_scratch();
+	if (!s)
 		return 0;
-	}
+	_Static_assert(sizeof(struct ev_call) <= DATA_OFF, "ev_call overflows DATA_OFF");
+	struct ev_call *e = (void *)s->b;
+	__u32 n = 0;
 	__u64 now = bpf_ktime_get_boot_ns();
 	fill_header(&e->h, bpf_get_current_task_btf(), kind, now, pi->image_ns);
 	e->result = ret;
@@ -1277,7 +1282,7 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 	e->adopted = 0;
 	e->ns_local = 0;
 	e->_pad0 = 0;
-	e->_pad1 = 0;
+	e->exe_len = 0;
 	e->target_image_ns = 0;
 	if (method != CALL_PROC_MEM && !initial_pid_ns()) {
 		/* the number is the caller's namespace's: another process's
@@ -1286,6 +1291,16 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 	} else if ((kind == EV_INJECT || kind == EV_MEMREAD) && target && (target = tgid_of(target)) != sensor_pid) {
 		e->target = target;
 		struct proc_info *tpi = bpf_map_lookup_elem(&tracked, &target);
+		if (!tpi) {
+			/* outside: which program it is, now, not when the record
+			 * is read (it may have exec'd or gone by then) */
+			struct file *exe = task_exe(target);
+			__u8 wf = 0;
+			if (exe)
+				n = walk_path(__builtin_preserve_access_index(&exe->f_path), s, 0, &wf);
+			e->exe_len = n;
+			e->h.flags |= wf & EVF_TRUNC_PATH;
+		}
 		if (tpi) {
 			e->target_image_ns = tpi->image_ns;
 		} else if (adopt) {
@@ -1298,7 +1313,7 @@ static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 met
 			}
 		}
 	}
-	bpf_ringbuf_submit(e, wakeup_sec());
+	submit_sec(s, n);
 	return 0;
 }
 

@@ -46,7 +46,19 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 			// before the call: an adopted target was outside
 			in := r.TargetImageNs != 0 && r.Adopted == 0
 			c.TargetInTree = &in
-			c.TargetExe = d.exe(r.Target)
+			// An outside target's executable was walked at the call;
+			// /proc only where the kernel could not (no
+			// bpf_task_from_pid), now, when it may have changed.
+			if r.ExeLen > 0 {
+				ps, err := pieces(b, int(r.ExeLen))
+				if err != nil {
+					return nil, err
+				}
+				c.TargetExe = walked(ps[0])
+			}
+			if c.TargetExe == "" {
+				c.TargetExe = d.exe(r.Target)
+			}
 		}
 		if r.TargetImageNs != 0 {
 			c.TargetExecID = event.ExecID(r.Target, r.TargetImageNs)

@@ -35,7 +35,7 @@ type polygraphEvCall struct {
 	Adopted       uint8
 	NsLocal       uint8
 	Pad0          uint8
-	Pad1          uint32
+	ExeLen        uint32
 	TargetImageNs uint64
 }
 

@@ -340,6 +340,15 @@ static int do_vmread(char **argv)
 	return 0;
 }
 
+/* vmreadkill PID ADDR: vmread, then kill the target at once: its
+ * executable is gone from /proc before any reader of the record looks. */
+static int do_vmreadkill(char **argv)
+{
+	if (do_vmread(argv))
+		return 1;
+	return kill(atoi(argv[2]), SIGKILL) != 0;
+}
+
 /* procmemread PID ADDR: read 8 bytes at ADDR through /proc/PID/mem. */
 static int do_procmemread(char **argv)
 {
@@ -554,6 +563,8 @@ int main(int argc, char **argv, char **envp)
 		return do_fiforead(argv);
 	if (!strcmp(m, "vmread") && argc == 4)
 		return do_vmread(argv);
+	if (!strcmp(m, "vmreadkill") && argc == 4)
+		return do_vmreadkill(argv);
 	if (!strcmp(m, "procmemread") && argc == 4)
 		return do_procmemread(argv);
 	if (!strcmp(m, "procmempath") && argc == 3)
