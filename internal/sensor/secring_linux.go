@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -129,7 +130,7 @@ func (s *Sensor) MarkSensitive(paths []string) int {
 		return 0
 	}
 	n := 0
-	for _, p := range paths {
+	for i, p := range paths {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
 			continue
@@ -139,7 +140,11 @@ func (s *Sensor) MarkSensitive(paths []string) int {
 			if errors.Is(err, fs.ErrExist) {
 				continue
 			}
-			break // full
+			// Full: the rest stay in the main ring (the rules still
+			// see their opens; a storm can crowd them out).
+			slog.Warn("the security ring's file map is full: the other guarded files' opens stay in the main ring",
+				"marked", n, "candidates_left", len(paths)-i, "error", err)
+			break
 		}
 		n++
 	}
