@@ -1430,7 +1430,18 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		fifo_outside(id, regs, ret);
 		return watch_open(id, regs, ret);
 	}
-#define report(...) report_op(pi, __VA_ARGS__, ret)
+	/* Every path and socket operation leaves the switch with its
+	 * arguments in v and is sent by the one report_op below: each call
+	 * of it is a copy for the verifier, and a copy per syscall cost a
+	 * second at every start. */
+	struct op v = {};
+#define report(k, d1, u1, d2, u2, fl, md)                                                                   \
+	({                                                                                                  \
+		v = (struct op){.kind = (k), .dfd = (d1), .p1 = (u1), .dfd2 = (d2), .p2 = (u2), .flags = (fl), \
+				.mode = (md)};                                                                 \
+		goto send_op;                                                                               \
+		0;                                                                                          \
+	})
 	switch (id) {
 	case NR_openat:
 		return report(EV_OPEN, A(0), A(1), NO_BASE, 0, USER_FLAGS(A(2)), A(3));
@@ -1551,6 +1562,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 #undef report
 	return 0;
+send_op:
+	return report_op(pi, v.kind, v.dfd, v.p1, v.dfd2, v.p2, v.flags, v.mode, ret);
 }
 
 /* ---- bytes per peer ---- */
