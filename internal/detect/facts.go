@@ -82,6 +82,7 @@ type facts struct {
 	// in (1 + index in homes; -1 for none).
 	accountHomes []int32
 	accountOf    map[int32]int32
+	ownHomes     int // homes[:ownHomes] are the session's and the HOMEs execs had
 	writtenAt    map[int32]uint64
 	workspace    []string
 	progNames    [][]string

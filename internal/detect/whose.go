@@ -48,7 +48,11 @@ func (s *facts) learnHomes() {
 		of(im, 0)
 	}
 	// The machine's account homes: "~/" is any account's home, whatever
-	// HOME the reader had. /root and /home/NAME count already.
+	// HOME the reader had. /root and /home/NAME count already. They come
+	// after the HOMEs (ownHomes): the workspace is found among those
+	// only, so a project that is an account's home (useradd -d /app app)
+	// is still the workspace, and its files are not that account's "~/".
+	s.ownHomes = len(s.homes)
 	for _, h := range s.in.Meta.Homes {
 		h = path.Clean(h)
 		if h == "/root" || path.Dir(h) == "/home" {
@@ -62,7 +66,7 @@ func (s *facts) learnHomes() {
 }
 
 // accountHome returns the index in homes of the account home the path
-// with id lies in, 0 for none.
+// with id lies in, 0 for none and for a path in the workspace.
 func (s *facts) accountHome(id int32) int32 {
 	if len(s.accountHomes) == 0 || id < 0 {
 		return 0
@@ -75,6 +79,10 @@ func (s *facts) accountHome(id int32) int32 {
 	}
 	p := s.paths.strs[id]
 	n := int32(-1)
+	if s.inWorkspace(p) {
+		s.accountOf[id] = n
+		return 0
+	}
 	for _, h := range s.accountHomes {
 		if strings.HasPrefix(p, s.homes[h]+"/") {
 			n = h
@@ -290,7 +298,7 @@ func (s *facts) addWorkspace(d string) {
 			return
 		}
 	}
-	if h, ok := homeRoot(d, s.homes); ok {
+	if h, ok := homeRoot(d, s.homes[:s.ownHomes]); ok {
 		if d == h {
 			return
 		}

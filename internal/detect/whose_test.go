@@ -67,6 +67,21 @@ func TestWhoseHome(t *testing.T) {
 			want: []string{"high sensitive-read", "high sensitive-read", "high agent-config-read"},
 		},
 		{
+			name: "the workspace is an account's home (useradd -d /srv/app app): its files are the project's",
+			build: func(b *builder) {
+				b.cwd = "/srv/app"
+				b.homes = []string{"/root", "/srv/app"}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat .npmrc .claude/commands/x.md")
+				cat := ag.spawn(201, "t1", "/usr/bin/cat", "cat", ".npmrc", ".claude/commands/x.md")
+				cat.open("/srv/app/.npmrc", "read")
+				cat.open("/srv/app/.claude/commands/x.md", "read")
+			},
+			// a project's .npmrc is medium anywhere (the policy's
+			// ".npmrc"); as the account's ~/.npmrc it would be high
+			want: []string{"medium sensitive-read"},
+		},
+		{
 			name: "sudo -u: another user's and root's keys",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

@@ -14,7 +14,9 @@ import (
 // A path pattern is a glob over absolute paths: `*` matches within one
 // component, `**` any number of components, `?` one character. `~/` stands
 // for any home directory: the session's recorded home, /root and every
-// /home/NAME. A pattern that starts with neither `/` nor `~/` matches at
+// /home/NAME here; the rules (internal/detect) also read it as each
+// process's own HOME and every account's home (the session's homes). A
+// pattern that starts with neither `/` nor `~/` matches at
 // any depth (`.env` is `**/.env`). A leading `!` excludes what it matches
 // from the whole list, wherever it stands.
 

@@ -19,11 +19,17 @@ func markSensitive(s *sensor.Sensor, homes []string) {
 }
 
 // sessionHomes are the homes a session guards and its rules read "~/"
-// as: every account's (accounts.Homes) and the one the command runs with.
+// as: the one the command runs with first (where sec_files fills up, the
+// first homes keep theirs), then every account's (accounts.Homes).
 func sessionHomes(home string) []string {
-	homes := accounts.Homes(accounts.Passwd)
-	if home != "" && !slices.Contains(homes, home) {
+	var homes []string
+	if home != "" {
 		homes = append(homes, home)
+	}
+	for _, h := range accounts.Homes(accounts.Passwd) {
+		if !slices.Contains(homes, h) {
+			homes = append(homes, h)
+		}
 	}
 	return homes
 }
