@@ -810,7 +810,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 	e->flags = v.flags;
 	e->mode = v.mode;
 	__u32 off;
-	if (v.flags & FD_TAKEN) {
+	if (v.kind == EV_OPEN && (v.flags & FD_TAKEN)) {
 		off = taken_name(s, v.dfd, v.dfd2);
 		e->path_len = off;
 		e->base_len = 0;
@@ -1507,7 +1507,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case NR_pidfd_getfd: {
 		struct file *f = ret >= 0 ? fd_file(bpf_get_current_task_btf(), ret) : 0;
 		__u32 ff = f ? (HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) : 0;
-		return report(EV_OPEN, pidfd_target(A(0)), 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
+		/* the pidfd is known to be one only when the call worked */
+		return report(EV_OPEN, ret >= 0 ? pidfd_target(A(0)) : 0, 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
 	}
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
