@@ -15,6 +15,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/polygraph/polygraph/internal/sensor"
 )
 
 // killNames maps the BPF program's KILL_* codes to Killed.What.
@@ -129,8 +131,7 @@ func inoKey(p string) (enforceInoKey, error) {
 	if err := unix.Stat(p, &st); err != nil {
 		return enforceInoKey{}, fmt.Errorf("kill rule %s: %w", p, err)
 	}
-	dev := unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
-	return enforceInoKey{Ino: st.Ino, Dev: dev}, nil
+	return enforceInoKey{Ino: st.Ino, Dev: sensor.KernelDev(st.Dev)}, nil
 }
 
 // serveGate judges each stopped exec as it comes, each in its own

@@ -167,6 +167,15 @@ func userDev(kdev uint32) uint64 {
 	return (major&0xfffff000)<<32 | (major&0xfff)<<8 | (minor&0xffffff00)<<12 | minor&0xff
 }
 
+// KernelDev converts stat(2)'s st_dev (glibc's makedev) to the kernel's
+// dev_t (major << 20 | minor), which the BPF maps keyed by a file's
+// identity hold: the inverse of userDev.
+func KernelDev(dev uint64) uint32 {
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	return uint32(major<<20 | minor&(1<<20-1))
+}
+
 // fileType names the file type bits of an inode's mode.
 func fileType(mode uint16) string {
 	switch mode & 0o170000 {

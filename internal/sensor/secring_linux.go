@@ -135,7 +135,7 @@ func (s *Sensor) MarkSensitive(paths []string) int {
 		if err := unix.Stat(p, &st); err != nil {
 			continue
 		}
-		k := polygraphFileId{Ino: st.Ino, Dev: unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)}
+		k := polygraphFileId{Ino: st.Ino, Dev: KernelDev(st.Dev)}
 		if err := m.Update(&k, uint8(1), ebpf.UpdateAny); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				continue

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // flagOutside is EVF_OUTSIDE (bpf/watch.h): the record is of a process
@@ -42,8 +41,7 @@ func (s *Sensor) WatchFiles(ids []FileID) error {
 		return fmt.Errorf("BPF object has no watched map")
 	}
 	for i, id := range ids {
-		// The kernel's encoding of dev_t (major << 20 | minor).
-		k := polygraphWatchKey{Ino: id.Ino, Dev: unix.Major(id.Dev)<<20 | unix.Minor(id.Dev)}
+		k := polygraphWatchKey{Ino: id.Ino, Dev: KernelDev(id.Dev)}
 		if err := m.Update(&k, uint32(i), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("watch file %d:%d: %w", id.Dev, id.Ino, err)
 		}
