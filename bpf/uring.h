@@ -121,8 +121,28 @@ struct io_uring_cqe {
 	__u32 flags;
 };
 
+/* A ring's table of fixed files (6.13+: one resource node a slot, its
+ * file pointer tagged in the two low bits). */
+struct io_rsrc_node {
+	unsigned long file_ptr;
+};
+
+struct io_rsrc_data {
+	unsigned int nr;
+	struct io_rsrc_node **nodes;
+};
+
+struct io_file_table {
+	struct io_rsrc_data data;
+};
+
+struct io_ring_ctx {
+	struct io_file_table file_table;
+};
+
 struct io_kiocb {
 	struct file *file;
+	struct io_ring_ctx *ctx;
 	u8 opcode;
 	u64 flags; /* io_req_flags_t */
 	struct io_cqe cqe;
@@ -223,6 +243,8 @@ struct uring_pend {
 	__s32 dfd2;
 	__u32 flags;
 	__u32 mode;
+	__u32 slot; /* an open's file_slot: 0 none, IORING_FILE_INDEX_ALLOC, else slot + 1 */
+	__u32 _pad1;
 	char p1[USTR_MAX];
 	char p2[USTR_MAX];
 };
@@ -313,6 +335,29 @@ static __always_inline struct file *uring_fd_file(struct task_struct *t, long fd
 	return f;
 }
 
+#define IORING_FILE_INDEX_ALLOC (~0U)
+#define FFS_MASK (~3UL) /* a fixed file's pointer without FFS_NOWAIT and FFS_ISREG */
+
+/* uring_fixed_file returns the file an open into a fixed-file slot put
+ * there: file_slot as the open named it, res its result (the slot chosen
+ * for IORING_FILE_INDEX_ALLOC). No fd comes back, so the file is read
+ * from the ring's table; 0 before 6.13's table of resource nodes. */
+static __always_inline struct file *uring_fixed_file(struct io_kiocb *req, __u32 file_slot, __s32 res)
+{
+	if (!bpf_core_field_exists(struct io_file_table, data) || res < 0 || !file_slot)
+		return 0;
+	__u32 slot = file_slot == IORING_FILE_INDEX_ALLOC ? (__u32)res : file_slot - 1;
+	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
+	if (slot >= BPF_CORE_READ(ctx, file_table.data.nr))
+		return 0;
+	struct io_rsrc_node **nodes = BPF_CORE_READ(ctx, file_table.data.nodes);
+	struct io_rsrc_node *node = 0;
+	bpf_probe_read_kernel(&node, sizeof(node), &nodes[slot]);
+	if (!node)
+		return 0;
+	return (struct file *)(BPF_CORE_READ(node, file_ptr) & FFS_MASK);
+}
+
 /* uring_base is walk_base for such a task. */
 static __always_inline __u32 uring_base(struct task_struct *t, __s32 dfd, struct scratch *s, __u32 off, __u8 *flags)
 {
@@ -356,7 +401,8 @@ static __always_inline int uring_prep(struct io_kiocb *req, __u8 op, struct urin
 		p->dfd = BPF_CORE_READ(o, dfd);
 		p->flags = BPF_CORE_READ(o, how.flags);
 		p->mode = BPF_CORE_READ(o, how.mode);
-		p->fixed = BPF_CORE_READ(o, file_slot) != 0;
+		p->slot = BPF_CORE_READ(o, file_slot);
+		p->fixed = p->slot != 0;
 		p->len1 = uring_name(p->p1, BPF_CORE_READ(o, filename));
 		return 1;
 	}
@@ -498,7 +544,7 @@ static __always_inline struct ev_uring *uring_begin(struct scratch *s, struct ta
 /* uring_report_paths sends a path operation: its paths from p and, for
  * an open that returned an fd, the file the kernel opened. */
 static __always_inline void uring_report_paths(struct scratch *s, struct task_struct *t, struct proc_info *pi,
-					       struct uring_pend *p, __s64 res, __u8 uflags)
+					       struct io_kiocb *req, struct uring_pend *p, __s64 res, __u8 uflags)
 {
 	struct ev_uring *e = uring_begin(s, t, pi, p->op, p->twin, res, uflags);
 	__u8 wf = 0;
@@ -507,8 +553,8 @@ static __always_inline void uring_report_paths(struct scratch *s, struct task_st
 	__u32 off = uring_paths(t, s, e, p, &wf);
 	if (wf & (EVF_TRUNC_PATH | EVF_TRUNC_USTR))
 		e->uflags |= URF_TRUNC_PATH;
-	if (p->twin == EV_OPEN && res >= 0 && !p->fixed && !(uflags & URF_NORESULT)) {
-		struct file *f = uring_fd_file(t, res);
+	if (p->twin == EV_OPEN && res >= 0 && !(uflags & URF_NORESULT)) {
+		struct file *f = p->fixed ? uring_fixed_file(req, p->slot, res) : uring_fd_file(t, res);
 		if (f)
 			off += uring_object(s, e, f, off);
 	}
@@ -738,7 +784,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	__u64 key = (__u64)req;
 	if (!skip && !bpf_map_update_elem(&uring_pend, &key, p, BPF_ANY))
 		return 0;
-	uring_report_paths(s, t, pi, p, 0, URF_NORESULT);
+	uring_report_paths(s, t, pi, req, p, 0, URF_NORESULT);
 	return 0;
 }
 
@@ -841,7 +887,7 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 		__u64 key = (__u64)req;
 		struct uring_pend *p = bpf_map_lookup_elem(&uring_pend, &key);
 		if (p) {
-			uring_report_paths(s, t, pi, p, res, 0);
+			uring_report_paths(s, t, pi, req, p, res, 0);
 			bpf_map_delete_elem(&uring_pend, &key);
 			return 0;
 		}
@@ -858,7 +904,8 @@ int BPF_PROG(uring_complete, void *ring, void *rq, struct io_uring_cqe *cqe)
 		/* a path operation without its paths (it failed before its
 		 * submission, or was submitted before tracing began) is still
 		 * reported, as its twin without a path */
-		f = res >= 0 && !BPF_CORE_READ((struct io_open *)req, file_slot) ? uring_fd_file(t, res) : 0;
+		__u32 slot = BPF_CORE_READ((struct io_open *)req, file_slot);
+		f = res < 0 ? 0 : slot ? uring_fixed_file(req, slot, res) : uring_fd_file(t, res);
 	} else if (twin != EV_CONNECT) {
 		f = 0;
 	}

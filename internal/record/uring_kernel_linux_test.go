@@ -177,3 +177,37 @@ func checkUringRun(t *testing.T, bin string, env []string) {
 		}
 	}
 }
+
+// TestUringFixedFileOpen: an io_uring open into a fixed-file slot returns
+// no fd; the file it opened is read from the ring's table, so an open
+// through a symlink to a credential file names the file the kernel
+// opened (path and identity), with the symlink as asked for, whether the
+// slot was named or the kernel picked it, and the read through the slot
+// names it too.
+func TestUringFixedFileOpen(t *testing.T) {
+	bin := buildC(t, "uring")
+	pl := plantCredentials(t)
+	link := filepath.Join(pl.jail, "notes.txt")
+	if err := os.Symlink(pl.path, link); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := recordWith(t, Options{Command: []string{bin, "fixed", link}, Dir: pl.jail})
+	var opens int
+	for _, e := range evs {
+		if e.Kind != event.KindOpen || e.Via() != event.ViaRing {
+			continue
+		}
+		opens++
+		if e.Path != pl.path || e.Object == nil || e.Ino() != pl.ino || e.Object.PathRequested != link || e.Result == nil || *e.Result < 0 {
+			t.Errorf("fixed-slot open = path %q object %+v result %v, want %s (ino %d) asked for as %s", e.Path, e.Object, e.Result, pl.path, pl.ino, link)
+		}
+	}
+	if opens != 2 {
+		t.Errorf("%d io_uring opens recorded, want 2", opens)
+	}
+	if find(evs, func(e *event.Event) bool {
+		return e.Kind == event.KindUring && e.RingOp() == "read" && e.Path == pl.path && e.Ino() == pl.ino
+	}) == nil {
+		t.Error("no read through the fixed slot naming the credential file")
+	}
+}

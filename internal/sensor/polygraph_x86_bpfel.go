@@ -300,6 +300,8 @@ type polygraphUringPend struct {
 	Dfd2  int32
 	Flags uint32
 	Mode  uint32
+	Slot  uint32
+	Pad1  uint32
 	P1    [4096]int8
 	P2    [4096]int8
 }

@@ -1,6 +1,9 @@
 /* Every io_uring operation the sensor must see, by raw syscalls (no
  * liburing): uring CRED WORKDIR PORT UDPPORT, run in WORKDIR.
- * uring rename OLD NEW: only a rename, by an io-wq worker. */
+ * uring rename OLD NEW: only a rename, by an io-wq worker.
+ * uring fixed PATH: open PATH twice into fixed-file slots (no fd comes
+ * back: slot 0 named, then one the kernel picks) and read it through
+ * the second. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -89,6 +92,24 @@ int main(int argc, char **argv)
 		s.opcode = IORING_OP_RENAMEAT; s.fd = AT_FDCWD; s.addr = (unsigned long)argv[2];
 		s.len = AT_FDCWD; s.addr2 = (unsigned long)argv[3]; s.flags = IOSQE_ASYNC;
 		op("renameat", &s);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "fixed")) {
+		setup();
+		int sparse[2] = {-1, -1};
+		if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, sparse, 2) < 0) {
+			perror("io_uring_register");
+			return 2;
+		}
+		s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)argv[2]; s.open_flags = O_RDONLY;
+		s.file_index = 1; /* slot 0 */
+		op("openat fixed", &s);
+		s.opcode = IORING_OP_OPENAT; s.fd = AT_FDCWD; s.addr = (unsigned long)argv[2]; s.open_flags = O_RDONLY;
+		s.file_index = IORING_FILE_INDEX_ALLOC;
+		int slot = op("openat alloc", &s);
+		s.opcode = IORING_OP_READ; s.fd = slot; s.flags = IOSQE_FIXED_FILE;
+		s.addr = (unsigned long)buf; s.len = sizeof buf;
+		op("read fixed", &s);
 		return 0;
 	}
 	if (argc != 5) return 1;
