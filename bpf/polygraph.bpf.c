@@ -36,6 +36,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define S_IFIFO 0010000
+#define S_IFREG 0100000
+#define S_IFDIR 0040000
 #define SIGNAL_GROUP_EXIT 0x00000004
 #define EAGAIN 11
 #define O_RDONLY 00
@@ -57,12 +59,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define BY_HANDLE (1u << 30) /* ev_path.flags of an open_by_handle_at: no path was named */
 #define LINK_SYMBOLIC (1u << 31) /* ev_path.flags of a symlink: its target is text */
 #define FD_TAKEN (1u << 29) /* ev_path.flags of a pidfd_getfd: another process's open file, named /proc/PID/fd/N */
+#define FD_RECEIVED (1u << 28) /* ev_path.flags of a file received in SCM_RIGHTS: no path named */
 /* USER_FLAGS is a call's flags as the process passed them, without the
  * bits the records use as markers: open(2) and openat(2) ignore unknown
  * flags, so a process could otherwise set BY_HANDLE on an ordinary open
  * (and the decoder drop the path it asked for), or LINK_SYMBOLIC on a
  * linkat. */
-#define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC | FD_TAKEN))
+#define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC | FD_TAKEN | FD_RECEIVED))
 #define NO_BASE -1000 /* op.dfd value: do not resolve this path */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
@@ -814,6 +817,10 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		off = taken_name(s, v.dfd, v.dfd2);
 		e->path_len = off;
 		e->base_len = 0;
+	} else if (v.kind == EV_OPEN && (v.flags & FD_RECEIVED)) {
+		off = 0;
+		e->path_len = 0;
+		e->base_len = 0;
 	} else {
 		off = path_and_base(t, s, 0, v.p1, v.dfd, &e->path_len, &e->base_len, &flags);
 	}
@@ -1386,7 +1393,7 @@ static __always_inline bool at_exit(long id)
 	case NR_chmod: case NR_fchmodat: case NR_fchmodat2: case NR_fchmod:
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
-	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg:
+	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg: case NR_recvmsg:
 	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd:
 	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
@@ -1412,6 +1419,62 @@ static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd,
 	return report_path(pi, v, ret);
 }
 
+#define SCM_RIGHTS 1
+#define SOL_SOCKET 1
+#define SCM_MAX_SEEN 4
+
+/* scm_rights_fd returns the file descriptor a recvmsg (its msghdr at umsg
+ * in the caller's memory, filled by the call) received in an SCM_RIGHTS
+ * control message, -1 for none: of the first SCM_MAX_SEEN in the first
+ * control message, the first sensitive one (sec_files), else the first
+ * regular file or directory; sockets and pipes passed around are no
+ * file read. *n is how many the message carried. The fds are read from
+ * the receiver's memory after the call: another thread could change
+ * them, but only to fds the process holds anyway. */
+static __always_inline long scm_rights_fd(struct task_struct *t, __u64 umsg, __u32 *n)
+{
+	__u64 mh[6]; /* msg_name, msg_namelen, msg_iov, msg_iovlen, msg_control, msg_controllen */
+	if (bpf_probe_read_user(mh, sizeof(mh), (void *)umsg))
+		return -1;
+	if (!mh[4] || mh[5] < 20)
+		return -1;
+	struct {
+		__u64 len;
+		__s32 level;
+		__s32 type;
+		__s32 fds[SCM_MAX_SEEN];
+	} c = {};
+	/* as much of it as the call wrote, up to c */
+	__u32 sz = mh[5] < sizeof(c) ? mh[5] : sizeof(c);
+	if (bpf_probe_read_user(&c, bounded(sz, sizeof(c)), (void *)mh[4]))
+		return -1;
+	if (c.level != SOL_SOCKET || c.type != SCM_RIGHTS || c.len < 20)
+		return -1;
+	*n = (c.len - 16) / 4;
+	__u32 seen = (sz - 16) / 4;
+	long pick = -1;
+#pragma unroll
+	for (int i = 0; i < SCM_MAX_SEEN; i++) {
+		if (i >= *n || i >= seen)
+			break;
+		struct file *f = fd_file(t, c.fds[i]);
+		if (!f)
+			continue;
+		struct inode *ino = HAVE_TYPED ? TYPED(file, f)->f_inode : BPF_CORE_READ(f, f_inode);
+		umode_t mode = HAVE_TYPED ? TYPED(inode, ino)->i_mode : BPF_CORE_READ(ino, i_mode);
+		if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR)
+			continue;
+		struct super_block *sb = HAVE_TYPED ? TYPED(inode, ino)->i_sb : BPF_CORE_READ(ino, i_sb);
+		struct file_id k = {.ino = HAVE_TYPED ? TYPED(inode, ino)->i_ino : BPF_CORE_READ(ino, i_ino),
+				    .dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev)};
+		if (bpf_map_lookup_elem(&sec_files, &k))
+			return c.fds[i];
+		if (pick < 0)
+			pick = c.fds[i];
+	}
+	return pick;
+}
+
 /* sys_exit reports the hooked syscalls with their results. Their
  * arguments are still in the saved registers (the syscall changes only
  * the return register, and arm64 keeps x0 in orig_x0), and the strings
@@ -1435,6 +1498,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * of it is a copy for the verifier, and a copy per syscall cost a
 	 * second at every start. */
 	struct op v = {};
+	long res = ret; /* the result the record carries (the fd of a received file) */
 #define report(k, d1, u1, d2, u2, fl, md)                                                                   \
 	({                                                                                                  \
 		v = (struct op){.kind = (k), .dfd = (d1), .p1 = (u1), .dfd2 = (d2), .p2 = (u2), .flags = (fl), \
@@ -1501,6 +1565,20 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * (BY_HANDLE tells user space). name_to_handle_at names one. */
 	case NR_open_by_handle_at:
 		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(A(2)) | BY_HANDLE, 0);
+	/* A file received over a Unix socket (SCM_RIGHTS) is an open of it,
+	 * no path named: mode is how many fds the message carried. */
+	case NR_recvmsg: {
+		if (ret < 0)
+			return 0;
+		__u32 n = 0;
+		struct task_struct *t = bpf_get_current_task_btf();
+		res = scm_rights_fd(t, A(1), &n);
+		if (res < 0)
+			return 0;
+		struct file *f = fd_file(t, res);
+		__u32 ff = f ? (HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) : 0;
+		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(ff) | FD_RECEIVED, n);
+	}
 	/* pidfd_getfd takes another process's open file, no path named: the
 	 * object, /proc/PID/fd/N (pid in dfd, fd in dfd2) as asked for, and
 	 * for flags how its owner opened it (no flags were passed). */
@@ -1564,7 +1642,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 #undef report
 	return 0;
 send_op:
-	return report_op(pi, v.kind, v.dfd, v.p1, v.dfd2, v.p2, v.flags, v.mode, ret);
+	return report_op(pi, v.kind, v.dfd, v.p1, v.dfd2, v.p2, v.flags, v.mode, res);
 }
 
 /* ---- bytes per peer ---- */

@@ -43,6 +43,7 @@
 #define NR_sendto 44
 #define NR_sendmsg 46
 #define NR_sendmmsg 307
+#define NR_recvmsg 47
 #define NR_name_to_handle_at 303
 #define NR_open_by_handle_at 304
 #define NR_ptrace 101
@@ -101,6 +102,7 @@
 #define NR_sendto 206
 #define NR_sendmsg 211
 #define NR_sendmmsg 269
+#define NR_recvmsg 212
 #define NR_name_to_handle_at 264
 #define NR_open_by_handle_at 265
 #define NR_ptrace 117

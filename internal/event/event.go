@@ -208,7 +208,8 @@ type Object struct {
 	// component names another file: a symlink was followed, or the buffer
 	// was rewritten), "chroot" (the requested path is the tail of the
 	// real one), "pidfd_getfd" (another process's open file, taken with
-	// pidfd_getfd(2); PathRequested is its /proc/PID/fd/N), else
+	// pidfd_getfd(2); PathRequested is its /proc/PID/fd/N), "scm_rights"
+	// (a file received over a Unix socket; no path named), else
 	// "differs" (a symlinked directory, a bind mount, a rename since...).
 	PathDiffers string `json:"path_differs,omitempty"`
 }

@@ -287,3 +287,39 @@ func TestPidfdGetfdSecret(t *testing.T) {
 		t.Error("no high sensitive-read for the taken credential file")
 	}
 }
+
+// TestSCMRightsSecret: an outside process hands the tree a pipe's end and
+// an open credential file in one SCM_RIGHTS message over a Unix socket;
+// the tree reads both. The credential file is recorded as an open of it,
+// no path named (path_differs scm_rights), with its identity, and
+// sensitive-read is raised; the pipe, no file, is not an open.
+func TestSCMRightsSecret(t *testing.T) {
+	dir, bin := buildTricks(t)
+	p := plantCredentials(t)
+	sock := filepath.Join(dir, "fd.sock")
+	outside(t, bin, "fdserver", sock, p.path)
+	_, evs := recordScript(t, dir, fmt.Sprintf("%s recvfd %s", bin, sock), 0)
+	var got []*event.Event
+	for _, e := range evs {
+		if e.Kind == event.KindOpen && e.Comm == "tricks" && e.Object != nil && e.Object.PathDiffers == "scm_rights" {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d received-file opens, want 1 (the credential file, not the pipe)", len(got))
+	}
+	r := got[0]
+	if r.Path != p.path || r.Object.Ino != p.ino || r.Object.PathRequested != "" || r.Result == nil || *r.Result < 0 || r.Access != "read" {
+		t.Errorf("received = path %q ino %d requested %q result %v access %q, want %s ino %d, nothing requested, an fd, read",
+			r.Path, r.Object.Ino, r.Object.PathRequested, r.Result, r.Access, p.path, p.ino)
+	}
+	high := false
+	for _, f := range detect.Run(detect.Input{Events: evs, Meta: session.Meta{Home: p.home}}) {
+		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh {
+			high = true
+		}
+	}
+	if !high {
+		t.Error("no high sensitive-read for the received credential file")
+	}
+}

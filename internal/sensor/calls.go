@@ -24,6 +24,11 @@ const byHandleFlag = 1 << 30
 // the rest of the flags are how that process opened it.
 const fdTakenFlag = 1 << 29
 
+// fdReceivedFlag marks, in an open record's flags, a file received over a
+// Unix socket in SCM_RIGHTS (FD_RECEIVED): no path was named; the rest of
+// the flags are how the sender opened it.
+const fdReceivedFlag = 1 << 28
+
 func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 	r, err := castHeader[polygraphEvCall](b)
 	if err != nil {
@@ -122,9 +127,15 @@ func bpfCmd(c uint32) string {
 // path: the object's path is the event's, "handle" says why there is no
 // other.
 func (d *Decoder) handleObject(r *polygraphEvPath, obj []byte) (*event.Object, string) {
+	return d.unnamedObject(r, obj, "handle")
+}
+
+// unnamedObject is the object of an open that named no path (a handle, a
+// received file): why says how it came.
+func (d *Decoder) unnamedObject(r *polygraphEvPath, obj []byte, why string) (*event.Object, string) {
 	o, p := d.openObject(r, obj, "")
 	o.PathRequested = ""
-	o.PathDiffers = "handle"
+	o.PathDiffers = why
 	return o, p
 }
 

@@ -494,12 +494,18 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	if taken {
 		r.Flags &^= fdTakenFlag
 	}
+	received := kind == event.KindOpen && r.Flags&fdReceivedFlag != 0
+	if received {
+		r.Flags &^= fdReceivedFlag
+	}
 	if kind == event.KindOpen && r.H.Flags&flagObject != 0 {
 		// The kernel's file object names what was opened; what the
 		// process asked for stays beside it where it differs.
 		switch asked := p1; {
 		case byHandle:
 			e.Object, p1 = d.handleObject(r, obj)
+		case received:
+			e.Object, p1 = d.unnamedObject(r, obj, "scm_rights")
 		case taken:
 			e.Object, p1 = d.openObject(r, obj, p1)
 			e.Object.PathRequested, e.Object.PathDiffers = asked, "pidfd_getfd"

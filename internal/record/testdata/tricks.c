@@ -466,6 +466,79 @@ static int do_getfd(char **argv)
 	return read(fd, buf, sizeof(buf)) <= 0;
 }
 
+/* fdserver SOCK PATH: listen on the Unix socket SOCK, print ready, and
+ * hand every client a pipe's end and PATH opened, in one SCM_RIGHTS
+ * message: an outside process passing a secret in. */
+static int do_fdserver(char **argv)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0) {
+		perror("fdserver");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		int c = accept(l, 0, 0);
+		if (c < 0)
+			continue;
+		int p[2];
+		int f = open(argv[3], O_RDONLY);
+		if (f < 0 || pipe(p) < 0) {
+			close(c);
+			continue;
+		}
+		char ctl[CMSG_SPACE(2 * sizeof(int))];
+		memset(ctl, 0, sizeof(ctl));
+		struct iovec iov = {"x", 1};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+		int fds[2] = {p[0], f};
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		sendmsg(c, &m, 0);
+		close(f);
+		close(p[0]);
+		close(p[1]);
+		close(c);
+	}
+}
+
+/* recvfd SOCK: connect to SOCK, receive the fds it sends, and read from
+ * each. */
+static int do_recvfd(char **argv)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("connect");
+		return 1;
+	}
+	char ctl[CMSG_SPACE(4 * sizeof(int))], b[64];
+	struct iovec iov = {b, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	if (recvmsg(s, &m, 0) < 1) {
+		perror("recvmsg");
+		return 1;
+	}
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+		fprintf(stderr, "no fds\n");
+		return 1;
+	}
+	int n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	int *fds = (int *)CMSG_DATA(cm);
+	for (int i = 0; i < n; i++)
+		if (read(fds[i], b, sizeof(b)) < 0)
+			perror("read");
+	return 0;
+}
+
 /* unixdgramrecv PATH: bind a datagram socket at PATH, print ready, and
  * receive for ever. */
 static int do_unixdgramrecv(char **argv)
@@ -573,6 +646,10 @@ int main(int argc, char **argv, char **envp)
 		return do_peek(argv);
 	if (!strcmp(m, "unixdgram") && (argc == 4 || argc == 5))
 		return do_unixdgram(argc, argv);
+	if (!strcmp(m, "fdserver") && argc == 4)
+		return do_fdserver(argv);
+	if (!strcmp(m, "recvfd") && argc == 3)
+		return do_recvfd(argv);
 	if (!strcmp(m, "holdfd") && argc == 4)
 		return do_holdfd(argv);
 	if (!strcmp(m, "getfd") && argc == 4)
