@@ -729,6 +729,16 @@ static __always_inline bool on_procfs(struct super_block *sb)
 #define FMODE_WRITE 0x2
 #define FMODE_PATH 0x4000
 
+/* file_flags is how file f was opened, its f_flags (0 for none): for the
+ * opens that name no flags (a file taken or received from another
+ * process). */
+static __always_inline __u32 file_flags(struct file *f)
+{
+	if (!f)
+		return 0;
+	return HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags);
+}
+
 /* file_acc is how file f is open, from the kernel's f_mode, not the flags
  * the process passed: O_RDONLY, O_WRONLY or O_RDWR, or -1 for an O_PATH
  * file (or none), through which nothing can be read or written. */
@@ -1426,7 +1436,8 @@ static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd,
 /* scm_rights_fd returns the file descriptor a recvmsg (its msghdr at umsg
  * in the caller's memory, filled by the call) received in an SCM_RIGHTS
  * control message, -1 for none: of the first SCM_MAX_SEEN in the first
- * control message, the first sensitive one (sec_files), else the first
+ * control message, the first sensitive one (sec_files, or directly in a
+ * guarded directory, as open_object judges an open), else the first
  * regular file or directory; sockets and pipes passed around are no
  * file read. *n is how many the message carried. The fds are read from
  * the receiver's memory after the call: another thread could change
@@ -1465,9 +1476,10 @@ static __always_inline long scm_rights_fd(struct task_struct *t, __u64 umsg, __u
 		if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR)
 			continue;
 		struct super_block *sb = HAVE_TYPED ? TYPED(inode, ino)->i_sb : BPF_CORE_READ(ino, i_sb);
-		struct file_id k = {.ino = HAVE_TYPED ? TYPED(inode, ino)->i_ino : BPF_CORE_READ(ino, i_ino),
-				    .dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev)};
-		if (bpf_map_lookup_elem(&sec_files, &k))
+		__u64 nr = HAVE_TYPED ? TYPED(inode, ino)->i_ino : BPF_CORE_READ(ino, i_ino);
+		__u32 dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev);
+		struct dentry *d = HAVE_TYPED ? TYPED(file, f)->f_path.dentry : BPF_CORE_READ(f, f_path.dentry);
+		if (in_or_under(&sec_files, nr, dev, d)) /* as open_object judges an open */
 			return c.fds[i];
 		if (pick < 0)
 			pick = c.fds[i];
@@ -1575,16 +1587,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		res = scm_rights_fd(t, A(1), &n);
 		if (res < 0)
 			return 0;
-		struct file *f = fd_file(t, res);
-		__u32 ff = f ? (HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) : 0;
-		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(ff) | FD_RECEIVED, n);
+		return report(EV_OPEN, NO_BASE, 0, NO_BASE, 0, USER_FLAGS(file_flags(fd_file(t, res))) | FD_RECEIVED, n);
 	}
 	/* pidfd_getfd takes another process's open file, no path named: the
 	 * object, /proc/PID/fd/N (pid in dfd, fd in dfd2) as asked for, and
 	 * for flags how its owner opened it (no flags were passed). */
 	case NR_pidfd_getfd: {
-		struct file *f = ret >= 0 ? fd_file(bpf_get_current_task_btf(), ret) : 0;
-		__u32 ff = f ? (HAVE_TYPED ? TYPED(file, f)->f_flags : BPF_CORE_READ(f, f_flags)) : 0;
+		__u32 ff = ret >= 0 ? file_flags(fd_file(bpf_get_current_task_btf(), ret)) : 0;
 		/* the pidfd is known to be one only when the call worked */
 		return report(EV_OPEN, ret >= 0 ? pidfd_target(A(0)) : 0, 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
 	}

@@ -288,17 +288,31 @@ func TestPidfdGetfdSecret(t *testing.T) {
 	}
 }
 
-// TestSCMRightsSecret: an outside process hands the tree a pipe's end and
-// an open credential file in one SCM_RIGHTS message over a Unix socket;
-// the tree reads both. The credential file is recorded as an open of it,
-// no path named (path_differs scm_rights), with its identity, and
-// sensitive-read is raised; the pipe, no file, is not an open.
+// TestSCMRightsSecret: an outside process hands the tree a pipe's end, an
+// ordinary file and an SSH key (a file directly in the guarded ~/.ssh) in
+// one SCM_RIGHTS message over a Unix socket; the tree reads all three.
+// The key is recorded as an open of it, no path named (path_differs
+// scm_rights), with its identity, and sensitive-read is raised; neither
+// the pipe (no file) nor the decoy before the key is the one on record.
 func TestSCMRightsSecret(t *testing.T) {
 	dir, bin := buildTricks(t)
-	p := plantCredentials(t)
+	pl := plantCredentials(t)
+	key := filepath.Join(pl.home, ".ssh", "id_rsa")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nplanted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	decoy := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(decoy, []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := planted{home: pl.home, path: key, ino: statID(t, key).ino}
 	sock := filepath.Join(dir, "fd.sock")
-	outside(t, bin, "fdserver", sock, p.path)
-	_, evs := recordScript(t, dir, fmt.Sprintf("%s recvfd %s", bin, sock), 0)
+	outside(t, bin, "fdserver", sock, p.path, decoy)
+	_, evs := recordWith(t, Options{Command: []string{bin, "recvfd", sock}, Dir: dir,
+		Env: []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}})
 	var got []*event.Event
 	for _, e := range evs {
 		if e.Kind == event.KindOpen && e.Comm == "tricks" && e.Object != nil && e.Object.PathDiffers == "scm_rights" {
@@ -306,7 +320,7 @@ func TestSCMRightsSecret(t *testing.T) {
 		}
 	}
 	if len(got) != 1 {
-		t.Fatalf("%d received-file opens, want 1 (the credential file, not the pipe)", len(got))
+		t.Fatalf("%d received-file opens, want 1 (the key: not the pipe, not the decoy)", len(got))
 	}
 	r := got[0]
 	if r.Path != p.path || r.Object.Ino != p.ino || r.Object.PathRequested != "" || r.Result == nil || *r.Result < 0 || r.Access != "read" {
@@ -320,6 +334,6 @@ func TestSCMRightsSecret(t *testing.T) {
 		}
 	}
 	if !high {
-		t.Error("no high sensitive-read for the received credential file")
+		t.Error("no high sensitive-read for the received key")
 	}
 }

@@ -466,9 +466,10 @@ static int do_getfd(char **argv)
 	return read(fd, buf, sizeof(buf)) <= 0;
 }
 
-/* fdserver SOCK PATH: listen on the Unix socket SOCK, print ready, and
- * hand every client a pipe's end and PATH opened, in one SCM_RIGHTS
- * message: an outside process passing a secret in. */
+/* fdserver SOCK PATH DECOY: listen on the Unix socket SOCK, print ready,
+ * and hand every client a pipe's end, DECOY and PATH opened, in one
+ * SCM_RIGHTS message: an outside process passing a secret in behind an
+ * ordinary file. */
 static int do_fdserver(char **argv)
 {
 	int l = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -485,22 +486,23 @@ static int do_fdserver(char **argv)
 		if (c < 0)
 			continue;
 		int p[2];
-		int f = open(argv[3], O_RDONLY);
-		if (f < 0 || pipe(p) < 0) {
+		int f = open(argv[3], O_RDONLY), dec = open(argv[4], O_RDONLY);
+		if (f < 0 || dec < 0 || pipe(p) < 0) {
 			close(c);
 			continue;
 		}
-		char ctl[CMSG_SPACE(2 * sizeof(int))];
+		char ctl[CMSG_SPACE(3 * sizeof(int))];
 		memset(ctl, 0, sizeof(ctl));
 		struct iovec iov = {"x", 1};
 		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-		int fds[2] = {p[0], f};
+		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+		int fds[3] = {p[0], dec, f};
 		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 		sendmsg(c, &m, 0);
+		close(dec);
 		close(f);
 		close(p[0]);
 		close(p[1]);
@@ -646,7 +648,7 @@ int main(int argc, char **argv, char **envp)
 		return do_peek(argv);
 	if (!strcmp(m, "unixdgram") && (argc == 4 || argc == 5))
 		return do_unixdgram(argc, argv);
-	if (!strcmp(m, "fdserver") && argc == 4)
+	if (!strcmp(m, "fdserver") && argc == 5)
 		return do_fdserver(argv);
 	if (!strcmp(m, "recvfd") && argc == 3)
 		return do_recvfd(argv);
