@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,8 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -43,7 +46,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	markSensitive(s, w.Meta().Homes)
+	// The guarded files of every home the session's rules read "~/" as
+	// go to the security ring.
+	s.MarkSensitive(policy.Default().GuardedPaths(w.Meta().Homes))
 	if o.Started != nil {
 		o.Started(w.Meta())
 	}
@@ -126,6 +131,22 @@ func newMeta(o Options, unavailable []string) session.Meta {
 		}
 	}
 	return meta
+}
+
+// sessionHomes are the homes a session guards and its rules read "~/"
+// as: the one the command runs with first (where sec_files fills up, the
+// first homes keep theirs), then every account's (accounts.Homes).
+func sessionHomes(home string) []string {
+	var homes []string
+	if home != "" {
+		homes = append(homes, home)
+	}
+	for _, h := range accounts.Homes(accounts.Passwd) {
+		if !slices.Contains(homes, h) {
+			homes = append(homes, h)
+		}
+	}
+	return homes
 }
 
 // finish stops the sensor once the tree is done, lists what outlived it

@@ -121,7 +121,7 @@ func (s *Sensor) emitSecBefore(ts uint64) {
 // MarkSensitive puts the file identity of each existing path into the
 // kernel's sec_files map: an open of such a file, or of a file directly
 // in such a directory, goes to the security ring. It returns how many it
-// put. The identity is the one stat gives, which is the kernel's for the
+// put (and logs it at debug). The identity is the one stat gives, which is the kernel's for the
 // usual file systems (not for btrfs subvolumes, whose stat device is not
 // the superblock's, nor overlayfs lower files).
 func (s *Sensor) MarkSensitive(paths []string) int {
@@ -148,6 +148,7 @@ func (s *Sensor) MarkSensitive(paths []string) int {
 		}
 		n++
 	}
+	slog.Debug("sensitive files marked for the security ring", "candidates", len(paths), "marked", n)
 	return n
 }
 

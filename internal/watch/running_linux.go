@@ -48,7 +48,7 @@ func (w *watcher) joinRunning() {
 			continue // inside another agent's tree: that one's root takes it
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		sw, err := session.Create(w.o.Home, session.Meta{Mode: "watch", Command: argv, Cwd: cwd, Hostname: w.host,
+		sw, err := session.Create(w.o.Home, session.Meta{Mode: "watch", Command: argv, Cwd: cwd, Homes: w.homes, Hostname: w.host,
 			Kernel: w.kernel, RootPID: pid, StartedAt: time.Now(), Unavailable: w.s.Unavailable()})
 		if err != nil {
 			slog.Warn("watch: cannot record running agent", "agent", p.Name, "pid", pid, "error", err)

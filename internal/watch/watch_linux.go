@@ -44,8 +44,12 @@ const maxExecs = 8192
 // watcher is the state of one Run; the sensor's sink goroutine owns the
 // maps, Run reads openIDs under mu.
 type watcher struct {
-	ctx       context.Context
-	o         Options
+	ctx context.Context
+	o   Options
+	// homes are the machine's (accounts.Homes), whatever --home chose
+	// to watch the stores of: the ones guarded in the security ring and
+	// every session's meta.homes, the homes its rules read "~/" as.
+	homes     []string
 	s         *sensor.Sensor
 	targets   []Target
 	trees     map[uint32]*tree
@@ -103,8 +107,9 @@ func Run(ctx context.Context, o Options) error {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
+	homes := accounts.Homes(accounts.Passwd)
 	if o.Homes == nil {
-		o.Homes = accounts.Homes(accounts.Passwd)
+		o.Homes = homes
 	}
 	if o.PruneEvery == 0 {
 		o.PruneEvery = time.Hour
@@ -115,7 +120,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer s.Close()
 	sensor.ReleaseLoadMemory()
-	w := &watcher{ctx: ctx, o: o, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
+	w := &watcher{ctx: ctx, o: o, homes: homes, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
 		enc: json.NewEncoder(o.Out), openIDs: map[string]bool{}}
 	w.self, _ = os.Executable()
 	w.host, _ = os.Hostname()
@@ -131,8 +136,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// The agents' reads of credential files go to the security ring, as
 	// under run.
-	guarded := policy.Default().GuardedPaths(o.Homes)
-	slog.Debug("watch: sensitive files marked for the security ring", "candidates", len(guarded), "marked", s.MarkSensitive(guarded))
+	s.MarkSensitive(policy.Default().GuardedPaths(homes))
 	w.prune()
 	w.joinRunning()
 	s.Start(w.sink)
@@ -232,7 +236,7 @@ func (w *watcher) remember(ev *event.Event) {
 
 // start opens the session of a new agent tree rooted at ev's process.
 func (w *watcher) start(p *agent.Profile, ev *event.Event) {
-	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Homes: w.o.Homes, Hostname: w.host,
+	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Homes: w.homes, Hostname: w.host,
 		Kernel: w.kernel, RootPID: int(ev.PID), StartedAt: ev.TS, Unavailable: w.s.Unavailable()}
 	if uid := ev.UID(); uid != nil {
 		meta.UID = int(*uid)
@@ -376,7 +380,7 @@ func (w *watcher) outsider(ev *event.Event) {
 	if w.outsiders == nil {
 		var err error
 		w.outsiders, err = session.Create(w.o.Home, session.Meta{Mode: "watch", Command: []string{"polygraph", "watch", "(outsiders)"},
-			Hostname: w.host, Kernel: w.kernel})
+			Homes: w.homes, Hostname: w.host, Kernel: w.kernel})
 		if err != nil {
 			slog.Warn("watch: outsiders session", "error", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,6 +169,10 @@ func TestWatchCatchesOutsider(t *testing.T) {
 			if !m.CleanClose || m.Events < 2 {
 				t.Errorf("agent session %s: clean %v, %d events", m.ID, m.CleanClose, m.Events)
 			}
+			// the machine's homes, not only the ones whose stores are watched
+			if !slices.Contains(m.Homes, "/root") {
+				t.Errorf("agent session %s: homes %v, want the machine's (/root among them)", m.ID, m.Homes)
+			}
 		}
 	}
 	if agentSessions != 1 {
@@ -230,6 +235,9 @@ func TestWatchJoinsRunningAgent(t *testing.T) {
 		if m.RootPID == ag.Process.Pid {
 			if m.Events < 2 || !m.CleanClose {
 				t.Errorf("joined session %s: %d events, clean %v", m.ID, m.Events, m.CleanClose)
+			}
+			if !slices.Contains(m.Homes, "/root") {
+				t.Errorf("joined session %s: homes %v, want the machine's (/root among them)", m.ID, m.Homes)
 			}
 			return
 		}
