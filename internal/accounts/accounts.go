@@ -77,10 +77,10 @@ func Homes(passwd string) []string {
 // file systems, and /tmp and /var/tmp (a daemon's home there is scratch).
 func systemDir(d string) bool {
 	switch d {
-	case "/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys", "/run",
-		"/boot", "/tmp", "/var", "/var/tmp", "/var/run", "/nonexistent":
+	case "/", "/lib32", "/lib64", "/libx32", "/run", "/tmp", "/var", "/var/tmp", "/var/run", "/nonexistent":
 		return true
 	}
+	// these and everything under them
 	for _, top := range []string{"/usr", "/proc", "/sys", "/dev", "/etc", "/boot", "/bin", "/sbin", "/lib"} {
 		if d == top || strings.HasPrefix(d, top+"/") {
 			return true

@@ -79,7 +79,8 @@ type facts struct {
 	// accountHomes are the indexes in homes of the machine's other homes
 	// (meta.Homes: accounts whose home is not /root or /home/NAME), the
 	// longest first; accountOf caches, by path id, the one a path lies
-	// in (1 + index in homes; -1 for none).
+	// in (its index in homes; -1 for none, or for a path in the
+	// workspace).
 	accountHomes []int32
 	accountOf    map[int32]int32
 	ownHomes     int // homes[:ownHomes] are the session's and the HOMEs execs had
