@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -277,13 +276,7 @@ func TestPidfdGetfdSecret(t *testing.T) {
 		t.Errorf("open = path %q ino %d requested %q result %v access %q, want %s ino %d requested %s, a fd, read",
 			took.Path, took.Object.Ino, took.Object.PathRequested, took.Result, took.Access, p.path, p.ino, want)
 	}
-	high := false
-	for _, f := range detect.Run(detect.Input{Events: evs, Meta: session.Meta{Home: p.home}}) {
-		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh {
-			high = true
-		}
-	}
-	if !high {
+	if !highSensitiveRead(evs, session.Meta{Home: p.home}, "") {
 		t.Error("no high sensitive-read for the taken credential file")
 	}
 }
@@ -327,13 +320,7 @@ func TestSCMRightsSecret(t *testing.T) {
 		t.Errorf("received = path %q ino %d requested %q result %v access %q, want %s ino %d, nothing requested, an fd, read",
 			r.Path, r.Object.Ino, r.Object.PathRequested, r.Result, r.Access, p.path, p.ino)
 	}
-	high := false
-	for _, f := range detect.Run(detect.Input{Events: evs, Meta: session.Meta{Home: p.home}}) {
-		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh {
-			high = true
-		}
-	}
-	if !high {
+	if !highSensitiveRead(evs, session.Meta{Home: p.home}, "") {
 		t.Error("no high sensitive-read for the received key")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/sensor"
+	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -368,13 +369,18 @@ func TestStormKeepsAccountHomeSecret(t *testing.T) {
 	if read == nil {
 		t.Fatal("the read of the account's credentials in the storm is not recorded")
 	}
-	high := false
-	for _, f := range detect.Run(detect.Input{Events: evs, Meta: res.Meta}) {
-		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh && strings.Contains(f.Title, creds) {
-			high = true
-		}
-	}
-	if !high {
+	if !highSensitiveRead(evs, res.Meta, creds) {
 		t.Errorf("no high sensitive-read on %s", creds)
 	}
+}
+
+// highSensitiveRead reports whether the rules raise a high sensitive-read
+// on the recorded events, naming path in its title unless path is "".
+func highSensitiveRead(evs []*event.Event, meta session.Meta, path string) bool {
+	for _, f := range detect.Run(detect.Input{Events: evs, Meta: meta}) {
+		if f.Rule == "sensitive-read" && f.Severity == detect.SeverityHigh && strings.Contains(f.Title, path) {
+			return true
+		}
+	}
+	return false
 }

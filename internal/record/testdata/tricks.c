@@ -185,12 +185,19 @@ static int do_handle(char **argv)
 	return read(fd, buf, sizeof(buf)) < 0;
 }
 
+/* unix_addr is the address of the Unix socket at path. */
+static struct sockaddr_un unix_addr(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+	return sa;
+}
+
 /* unixlisten PATH: listen on a Unix socket and accept for ever. */
 static int do_unixlisten(char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
 		perror("listen");
 		return 1;
@@ -209,8 +216,7 @@ static int do_unixlisten(char **argv)
 static int do_unixconnect(char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("connect");
 		return 1;
@@ -407,8 +413,7 @@ static int do_peek(char **argv)
 static int do_unixdgram(int argc, char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	size_t plen = strlen(sa.sun_path);
 	for (int i = 0; i < atoi(argv[3]); i++) {
 		/* the same path each time, with other bytes after its NUL and
@@ -473,8 +478,7 @@ static int do_getfd(char **argv)
 static int do_fdserver(char **argv)
 {
 	int l = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0) {
 		perror("fdserver");
 		return 1;
@@ -515,8 +519,7 @@ static int do_fdserver(char **argv)
 static int do_recvfd(char **argv)
 {
 	int s = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("connect");
 		return 1;
@@ -546,8 +549,7 @@ static int do_recvfd(char **argv)
 static int do_unixdgramrecv(char **argv)
 {
 	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[2], sizeof(sa.sun_path) - 1);
+	struct sockaddr_un sa = unix_addr(argv[2]);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("bind");
 		return 1;
