@@ -178,7 +178,7 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	}
 	rctx, stop := reportContext(ctx)
 	defer stop()
-	rep, err := analysis.Run(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
+	rep, err := reportOnce(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: transcriptPath})
 	if err != nil {
 		return err
 	}

@@ -224,7 +224,7 @@ func observeSessions(ctx context.Context, args []string, pol *policy.Policy) ([]
 		if err != nil {
 			return nil, err
 		}
-		smp, err := analysis.Observe(ctx, analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto, Policy: pol})
+		smp, err := observeOnce(ctx, analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto, Policy: pol})
 		if err != nil {
 			return nil, err
 		}

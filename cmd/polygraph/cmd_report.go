@@ -78,7 +78,7 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	} else if opts.transcript == analysis.TranscriptAuto || opts.transcript == analysis.TranscriptNone {
 		return &usageError{analysis.ErrNothing}
 	}
-	rep, err := analysis.Run(ctx, ro)
+	rep, err := reportOnce(ctx, ro)
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	}
 	rctx, stop := reportContext(ctx)
 	defer stop()
-	rep, err := analysis.Run(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
+	rep, err := reportOnce(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
 	if err != nil {
 		// The session is safe on disk; say why the report is missing and
 		// keep the command's status.

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -42,6 +41,11 @@ type Options struct {
 	// if it has one, the baseline-deviation rule uses (observe.go); "":
 	// no baseline.
 	Home string
+	// Loaded, when set, is called once the session's events are read,
+	// before they are analysed: where a command tunes the collector for
+	// a heap that is now nearly all live (the library sets no
+	// process-wide knobs itself).
+	Loaded func()
 }
 
 // ErrNothing is returned when neither a session nor a transcript is given.
@@ -66,10 +70,46 @@ type recorded struct {
 	left     []session.Leftover
 }
 
+// Analysis is one session's analysis: what the session held, the
+// transcript, the attribution and the findings. report.Build renders it
+// (Report); the exporters and the live pipeline read it as it is.
+type Analysis struct {
+	// Meta is the session's metadata; nil for a transcript alone.
+	Meta *session.Meta
+	// Summary counts what the session holds (nil without a session).
+	Summary *report.Summary
+	// Events are the session's events in seq order.
+	Events []*event.Event
+	// Transcript is the agent's account (nil: none found or asked for).
+	Transcript *transcript.Transcript
+	// Attribution is correlate's verdict (nil without a session).
+	Attribution *correlate.Result
+	// Findings are the rules' findings, sorted, with ids F1…Fn.
+	Findings []detect.Finding
+	// Verdicts are the exec verdicts recorded with the session.
+	Verdicts  []integrity.Result
+	Leftovers []session.Leftover
+	// Baseline is the profile the session was judged against (nil: none).
+	Baseline *baseline.Profile
+	// Damage is what reading the session file found wrong with it.
+	Damage []session.Damage
+}
+
 // Run reads the session and the transcript, attributes the events, runs
 // the rules and builds the report. It stops with ctx's error when ctx is
 // cancelled: between stages, and while reading events.
 func Run(ctx context.Context, o Options) (*report.Report, error) {
+	a, err := Analyze(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return a.Report(), nil
+}
+
+// Analyze reads the session and the transcript, attributes the events
+// and runs the rules. It stops with ctx's error when ctx is cancelled:
+// between stages, and while reading events.
+func Analyze(ctx context.Context, o Options) (*Analysis, error) {
 	pol := o.Policy
 	if pol == nil {
 		pol = policy.Default()
@@ -79,15 +119,12 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var rec recorded
 	if o.SessionPath != "" {
-		// The analysis keeps every event it reads, so a collection during
-		// the read or the analysis finds little garbage and rescans the
-		// whole growing heap: on a million events that was a fifth of the
-		// report's time. The collector is off until the report is built,
-		// and readSession caps the heap once the events are in.
-		defer batchGC()()
 		var err error
 		if rec, err = readSession(ctx, o.SessionPath); err != nil {
 			return nil, err
+		}
+		if o.Loaded != nil {
+			o.Loaded()
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -100,29 +137,34 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var attr *correlate.Result
-	var findings []detect.Finding
-	var prof *baseline.Profile
+	a := &Analysis{Meta: rec.meta, Summary: rec.sum, Events: rec.events, Transcript: tr, Verdicts: rec.verdicts,
+		Leftovers: rec.left, Damage: rec.damage}
 	if rec.meta != nil {
 		// Every rule weighs the agent's account against the kernel's;
 		// without a session there is nothing to weigh it against.
-		attr = correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
+		a.Attribution = correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
+		a.Events = a.Attribution.Events
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if prof, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
+		if a.Baseline, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
 			return nil, err
 		}
-		in := detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
-			Verdicts: rec.verdicts, Baseline: prof}
+		in := detect.Input{Events: rec.events, Transcript: tr, Attribution: a.Attribution, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
+			Verdicts: rec.verdicts, Baseline: a.Baseline}
 		in.Resolvers, in.Hosts = systemNames()
-		findings = detect.Run(in)
+		a.Findings = detect.Run(in)
 	}
-	rep := report.Build(rec.meta, rec.sum, tr, attr, findings)
-	rep.AddIntegrity(attr, integrityViews(rec.verdicts))
-	rep.Notes = append(rep.Notes, integrityNotes(rec.meta, rec.damage)...)
-	rep.Notes = append(rep.Notes, baselineNotes(prof)...)
-	return rep, nil
+	return a, nil
+}
+
+// Report builds the report of the analysis.
+func (a *Analysis) Report() *report.Report {
+	rep := report.Build(a.Meta, a.Summary, a.Transcript, a.Attribution, a.Findings)
+	rep.AddIntegrity(a.Attribution, integrityViews(a.Verdicts))
+	rep.Notes = append(rep.Notes, integrityNotes(a.Meta, a.Damage)...)
+	rep.Notes = append(rep.Notes, baselineNotes(a.Baseline)...)
+	return rep
 }
 
 // integrityNotes are the report's notes on what reading the session found
@@ -158,8 +200,7 @@ func systemNames() (resolvers []string, hosts map[string]string) {
 }
 
 // readSession reads every event of the session at path, summarising
-// them as they come, and the processes left running. The caller has
-// turned the collector off (batchGC).
+// them as they come, and the processes left running.
 func readSession(ctx context.Context, path string) (recorded, error) {
 	r, err := session.Open(path)
 	if err != nil {
@@ -183,9 +224,6 @@ func readSession(ctx context.Context, path string) (recorded, error) {
 		rec.sum.Observe(e)
 		return nil
 	})
-	// Run turned the collector off (see there); from here it collects
-	// only if the heap outgrows the events by a margin.
-	debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20)
 	if err != nil {
 		return recorded{}, err // it names the session (see above)
 	}

@@ -43,7 +43,6 @@ func Observe(ctx context.Context, o Options) (*baseline.Sample, error) {
 	if pol == nil {
 		pol = policy.Default()
 	}
-	defer batchGC()()
 	rec, err := readSession(ctx, o.SessionPath)
 	if err != nil {
 		return nil, err
