@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/accounts"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/session"
@@ -257,7 +259,7 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 		}
 		home, cwd = opts.home, opts.cwd
 		if home == "" {
-			_, _, _, home = session.InvokingUser()
+			_, _, _, home = accounts.InvokingUser()
 		}
 	}
 	found, err := transcript.DiscoverCommand(ctx, argv, home, cwd, from, to)

@@ -7,8 +7,10 @@ package accounts
 import (
 	"bufio"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -87,4 +89,44 @@ func systemDir(d string) bool {
 		}
 	}
 	return false
+}
+
+// InvokingUser names the person behind this process: the user sudo was
+// run by when we are root and SUDO_UID is set, else the current user.
+// Lookups that fail degrade to what the environment says rather than
+// erroring, since callers only use the answer for ownership and display.
+func InvokingUser() (name string, uid, gid int, home string) {
+	if os.Geteuid() == 0 {
+		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u >= 0 {
+			uid = u
+			gid = uid
+			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil && g >= 0 {
+				gid = g
+			}
+			name = os.Getenv("SUDO_USER")
+			if pw, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+				home = pw.HomeDir
+				if name == "" {
+					name = pw.Username
+				}
+			} else if name != "" {
+				if pw, err := user.Lookup(name); err == nil {
+					home = pw.HomeDir
+				}
+			}
+			return name, uid, gid, home
+		}
+	}
+	uid, gid = os.Getuid(), os.Getgid()
+	if u, err := user.Current(); err == nil {
+		name, home = u.Username, u.HomeDir
+	} else {
+		name = os.Getenv("USER")
+	}
+	if h := os.Getenv("HOME"); h != "" {
+		// $HOME wins over the passwd entry for an ordinary user, as it
+		// does for every other XDG-style tool.
+		home = h
+	}
+	return name, uid, gid, home
 }

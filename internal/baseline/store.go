@@ -19,7 +19,7 @@ type Store struct {
 	dir string
 }
 
-// Open returns the store of the polygraph home home (session.Home()).
+// Open returns the store of the polygraph home home (polygraph's home, session.Home).
 func Open(home string) *Store { return &Store{dir: filepath.Join(home, "baselines")} }
 
 // Dir is where the store keeps its files.

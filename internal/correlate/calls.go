@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -38,7 +38,7 @@ type pathSet struct {
 
 // prepareCalls prepares every tool call of tr for matching, in transcript
 // order, and adds its activity to res.
-func prepareCalls(tr *transcript.Transcript, meta session.Meta, res *Result) []*callInfo {
+func prepareCalls(tr *transcript.Transcript, meta manifest.Meta, res *Result) []*callInfo {
 	if tr == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func prepareCalls(tr *transcript.Transcript, meta session.Meta, res *Result) []*
 
 // newCallInfo prepares one call: its window and what it names (the
 // command, the paths, the hosts).
-func newCallInfo(tc *transcript.ToolCall, act *CallActivity, tr *transcript.Transcript, meta session.Meta) *callInfo {
+func newCallInfo(tc *transcript.ToolCall, act *CallActivity, tr *transcript.Transcript, meta manifest.Meta) *callInfo {
 	ci := &callInfo{tc: tc, act: act, start: tc.StartedAt, end: tc.EndedAt, open: tc.EndedAt.IsZero(),
 		seenRead: map[string]bool{}, seenWrite: map[string]bool{}, seenDNS: map[string]bool{}}
 	if !ci.open && !ci.start.IsZero() && ci.end.Before(ci.start) {

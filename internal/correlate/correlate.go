@@ -5,7 +5,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/lineage"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -66,7 +66,7 @@ func (o Options) slack() time.Duration {
 // (this is the one place the analysis sorts them: the session reader gives
 // them in seq order). Their paths are taken as they are: paths named through
 // a descriptor were resolved upstream (fdpath), as the session reader does.
-func Attribute(events []*event.Event, tr *transcript.Transcript, meta session.Meta, opts Options) *Result {
+func Attribute(events []*event.Event, tr *transcript.Transcript, meta manifest.Meta, opts Options) *Result {
 	a := &attributor{
 		meta: meta,
 		res:  &Result{ByCall: map[string]*CallActivity{}, Counts: map[Reason]int{}},
@@ -100,7 +100,7 @@ func Attribute(events []*event.Event, tr *transcript.Transcript, meta session.Me
 // events by path, peers.go its network events, verdict.go records each
 // verdict.
 type attributor struct {
-	meta     session.Meta
+	meta     manifest.Meta
 	tree     *lineage.Tree
 	owners   []owner     // by lineage.Process.Index, set by decideAll
 	notes    []imageNote // by lineage.Image.Index

@@ -10,8 +10,8 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/policy"
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -24,10 +24,10 @@ type Input struct {
 	// every event "unattributed", and the rules that need a transcript
 	// (claims, unattributed activity) do not run.
 	Attribution *correlate.Result
-	Meta        session.Meta
+	Meta        manifest.Meta
 	// Leftovers are the processes of the tree still running when tracing
 	// stopped (the session's list).
-	Leftovers []session.Leftover
+	Leftovers []manifest.Leftover
 	Policy    *policy.Policy // nil: policy.Default()
 	// Verdicts are the integrity verdicts on the execs' files, recorded
 	// with the session (none for older sessions); the binary-modified and

@@ -10,8 +10,8 @@ import (
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/policy"
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -182,7 +182,7 @@ func (s *facts) agentName() (name, version string) { return AgentOf(s.in.Transcr
 // AgentOf names a session's agent, as baselines are kept: the
 // transcript's agent and version, else the profile (internal/agent) of
 // the traced command, else "unknown".
-func AgentOf(t *transcript.Transcript, meta session.Meta) (name, version string) {
+func AgentOf(t *transcript.Transcript, meta manifest.Meta) (name, version string) {
 	if t != nil && t.Agent != "" {
 		return t.Agent, t.Version
 	}

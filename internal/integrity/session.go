@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 )
 
 // The pool a recorded session gets: every recorder (run, attach, each
@@ -22,22 +22,30 @@ const (
 )
 
 // SessionCheck hashes and judges the execs of one recorded session off
-// the event path and stores the verdicts in the session beside the
-// events (session.Writer.AddVerdict). A nil *SessionCheck (checking
-// off, or unavailable) does nothing.
+// the event path and hands the verdicts to a VerdictSink: the session
+// writer, which stores them beside the events, and the live analysis. A
+// nil *SessionCheck (checking off, or unavailable) does nothing.
 type SessionCheck struct {
 	pool   *Pool
-	w      *session.Writer
+	w      VerdictSink
 	cancel context.CancelFunc
 }
 
+// VerdictSink takes the verdicts of a session's execs as the session
+// stores them (session.Writer is one). AddVerdict runs on the pool's
+// goroutines and must not block.
+type VerdictSink interface {
+	AddVerdict(manifest.Verdict)
+}
+
 // StartSession starts checking the execs of the session w records, with
-// the pins and first-seen hashes of the store under home (session.Home())
+// the pins and first-seen hashes of the store under home (polygraph's
+// home, session.Home)
 // in opts.Store; when that store cannot be read it checks against dpkg
 // only, and when no checker can be made at all it logs why and returns
 // nil. The hashing outlives a cancelled ctx (attach and watch stop on it)
 // until Close bounds it: the execs already seen deserve a verdict.
-func StartSession(ctx context.Context, home string, opts Options, w *session.Writer) *SessionCheck {
+func StartSession(ctx context.Context, home string, opts Options, w VerdictSink) *SessionCheck {
 	st, err := OpenStore(home)
 	if err != nil {
 		slog.Warn("integrity: store unavailable; checking against dpkg only", "error", err)
@@ -80,7 +88,7 @@ func (x *SessionCheck) store(r Result) {
 			slog.Debug("integrity: encode verdict", "path", v.Path, "error", err)
 			continue
 		}
-		x.w.AddVerdict(session.Verdict{ExecID: r.ExecID, Role: string(v.Role), Path: v.Path, SHA256: v.SHA256,
+		x.w.AddVerdict(manifest.Verdict{ExecID: r.ExecID, Role: string(v.Role), Path: v.Path, SHA256: v.SHA256,
 			Status: string(v.Status), Data: data})
 	}
 }

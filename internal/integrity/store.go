@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/accounts"
 )
 
 // The files under $POLYGRAPH_HOME/integrity. JSON rather than SQLite: the
@@ -60,7 +60,7 @@ type Store struct {
 	Dir string
 }
 
-// OpenStore returns the store under home (session.Home()), creating the
+// OpenStore returns the store under home (polygraph's home, session.Home), creating the
 // directory owned by the invoking user.
 func OpenStore(home string) (*Store, error) {
 	dir := filepath.Join(home, "integrity")
@@ -226,7 +226,7 @@ func chownInvoker(path string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	_, uid, gid, _ := session.InvokingUser()
+	_, uid, gid, _ := accounts.InvokingUser()
 	if uid == 0 {
 		return nil
 	}

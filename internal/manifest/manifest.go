@@ -119,3 +119,16 @@ type Usage struct {
 	PidsPeak    int64    `json:"pids_peak"`
 	Missing     []string `json:"missing,omitempty"`
 }
+
+// Verdict is one integrity verdict on a file an exec ran: the binary or
+// the script an interpreter was asked to run, as the session stores it:
+// the integrity package's encoding (Data, the JSON of integrity.Verdict)
+// with the fields a reader of the file needs as columns.
+type Verdict struct {
+	ExecID string // the exec event's ExecID
+	Role   string // "binary" or "script"
+	Path   string
+	SHA256 string
+	Status string // verified, modified, unknown, unavailable
+	Data   []byte // the verdict as JSON
+}

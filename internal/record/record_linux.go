@@ -106,7 +106,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 
 // newMeta describes the session about to be recorded.
 func newMeta(o Options, unavailable []string) session.Meta {
-	user, uid, _, home := session.InvokingUser()
+	user, uid, _, home := accounts.InvokingUser()
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/event"
 )
 
@@ -236,9 +237,9 @@ func TestSudoOwnership(t *testing.T) {
 	t.Setenv("SUDO_UID", fmt.Sprint(uid))
 	t.Setenv("SUDO_GID", fmt.Sprint(gid))
 	t.Setenv("SUDO_USER", "nobody")
-	name, u, g, _ := InvokingUser()
+	name, u, g, _ := accounts.InvokingUser()
 	if name != "nobody" || u != uid || g != gid {
-		t.Fatalf("InvokingUser() = %q %d %d, want nobody %d %d", name, u, g, uid, gid)
+		t.Fatalf("accounts.InvokingUser() = %q %d %d, want nobody %d %d", name, u, g, uid, gid)
 	}
 	base := t.TempDir()
 	home := filepath.Join(base, "x", "polygraph")

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
+
+	"github.com/polygraph/polygraph/internal/accounts"
 )
 
 // Home returns polygraph's home: $POLYGRAPH_HOME, else the invoking
@@ -20,7 +20,7 @@ import (
 func Home() (string, error) {
 	dir := os.Getenv("POLYGRAPH_HOME")
 	if dir == "" {
-		_, _, _, home := InvokingUser()
+		_, _, _, home := accounts.InvokingUser()
 		if home == "" {
 			return "", errors.New("cannot find the invoking user's home directory; set POLYGRAPH_HOME")
 		}
@@ -36,46 +36,6 @@ func Home() (string, error) {
 	return dir, nil
 }
 
-// InvokingUser names the person behind this process: the user sudo was
-// run by when we are root and SUDO_UID is set, else the current user.
-// Lookups that fail degrade to what the environment says rather than
-// erroring, since callers only use the answer for ownership and display.
-func InvokingUser() (name string, uid, gid int, home string) {
-	if os.Geteuid() == 0 {
-		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u >= 0 {
-			uid = u
-			gid = uid
-			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil && g >= 0 {
-				gid = g
-			}
-			name = os.Getenv("SUDO_USER")
-			if pw, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-				home = pw.HomeDir
-				if name == "" {
-					name = pw.Username
-				}
-			} else if name != "" {
-				if pw, err := user.Lookup(name); err == nil {
-					home = pw.HomeDir
-				}
-			}
-			return name, uid, gid, home
-		}
-	}
-	uid, gid = os.Getuid(), os.Getgid()
-	if u, err := user.Current(); err == nil {
-		name, home = u.Username, u.HomeDir
-	} else {
-		name = os.Getenv("USER")
-	}
-	if h := os.Getenv("HOME"); h != "" {
-		// $HOME wins over the passwd entry for an ordinary user, as it
-		// does for every other XDG-style tool.
-		home = h
-	}
-	return name, uid, gid, home
-}
-
 // sudoOwner returns the uid and gid files we create should be handed to:
 // the invoking user when we run as root on their behalf. ok is false when
 // no chown is needed.
@@ -83,7 +43,7 @@ func sudoOwner() (uid, gid int, ok bool) {
 	if os.Geteuid() != 0 {
 		return 0, 0, false
 	}
-	_, uid, gid, _ = InvokingUser()
+	_, uid, gid, _ = accounts.InvokingUser()
 	return uid, gid, uid != 0
 }
 

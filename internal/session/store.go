@@ -39,7 +39,7 @@ func defaultHome() string {
 	if os.Getenv("POLYGRAPH_HOME") != "" {
 		return ""
 	}
-	_, _, _, home := InvokingUser()
+	_, _, _, home := accounts.InvokingUser()
 	if home == "" {
 		return ""
 	}
@@ -69,7 +69,7 @@ func isDefault(home string) bool {
 func Dirs(home string) []string {
 	dirs := []string{}
 	if isDefault(home) {
-		if _, uid, _, _ := InvokingUser(); uid != 0 {
+		if _, uid, _, _ := accounts.InvokingUser(); uid != 0 {
 			dirs = append(dirs, sudoSessionsDir(uid))
 		}
 	}

@@ -4,29 +4,18 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"io"
 	"slices"
 
 	"github.com/polygraph/polygraph/internal/event"
 )
 
-// Verdict is one integrity verdict on a file an exec ran: the binary or
-// the script an interpreter was asked to run. The session stores it as
-// the integrity package encodes it (Data, the JSON of integrity.Verdict),
-// with the fields a reader of the file needs as columns; it does not
-// import that package, which itself stores into the session home.
-//
-// Verdicts are part of the seal: Close digests them with the final
-// metadata (stateHash), so a verdict edited, added or removed after
-// recording makes the session read as modified.
-type Verdict struct {
-	ExecID string // the exec event's ExecID
-	Role   string // "binary" or "script"
-	Path   string
-	SHA256 string
-	Status string // verified, modified, unknown, unavailable
-	Data   []byte // the verdict as JSON
-}
+// Verdict is one integrity verdict row (see manifest.Verdict). Verdicts
+// are part of the seal: Close digests them with the final metadata
+// (stateHash), so a verdict edited, added or removed after recording makes
+// the session read as modified.
+type Verdict = manifest.Verdict
 
 // verdicts is the Writer's share of the verdicts, under Writer.mu: those
 // not yet committed. The committed ones are only in the file; the seal
