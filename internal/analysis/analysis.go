@@ -16,6 +16,7 @@ import (
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
@@ -60,23 +61,14 @@ const maxPresize = 1 << 24
 // cost nothing.
 const checkEvery = 1024
 
-// recorded is what the session file holds, read.
-type recorded struct {
-	meta     *session.Meta
-	events   []*event.Event
-	verdicts []integrity.Result // the exec verdicts recorded with the session
-	sum      *report.Summary
-	damage   []session.Damage // what the read found wrong with the file
-	left     []session.Leftover
-}
-
 // Analysis is one session's analysis: what the session held, the
 // transcript, the attribution and the findings. report.Build renders it
 // (Report); the exporters and the live pipeline read it as it is.
 type Analysis struct {
 	// Meta is the session's metadata; nil for a transcript alone.
-	Meta *session.Meta
-	// Summary counts what the session holds (nil without a session).
+	Meta *manifest.Meta
+	// Summary counts what the session holds (nil without a session, and
+	// in the live analysis before the session ends).
 	Summary *report.Summary
 	// Events are the session's events in seq order.
 	Events []*event.Event
@@ -88,7 +80,7 @@ type Analysis struct {
 	Findings []detect.Finding
 	// Verdicts are the exec verdicts recorded with the session.
 	Verdicts  []integrity.Result
-	Leftovers []session.Leftover
+	Leftovers []manifest.Leftover
 	// Baseline is the profile the session was judged against (nil: none).
 	Baseline *baseline.Profile
 	// Damage is what reading the session file found wrong with it.
@@ -106,55 +98,33 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	return a.Report(), nil
 }
 
-// Analyze reads the session and the transcript, attributes the events
-// and runs the rules. It stops with ctx's error when ctx is cancelled:
-// between stages, and while reading events.
+// Analyze reads the session into an Engine and decides, as the live
+// analysis decides at the session's end; with a transcript alone it
+// reads that. It stops with ctx's error when ctx is cancelled: between
+// stages, and while reading events.
 func Analyze(ctx context.Context, o Options) (*Analysis, error) {
-	pol := o.Policy
-	if pol == nil {
-		pol = policy.Default()
-	}
-	if o.SessionPath == "" && (o.Transcript == "" || o.Transcript == TranscriptAuto || o.Transcript == TranscriptNone) {
-		return nil, ErrNothing
-	}
-	var rec recorded
-	if o.SessionPath != "" {
-		var err error
-		if rec, err = readSession(ctx, o.SessionPath); err != nil {
+	if o.SessionPath == "" {
+		if o.Transcript == "" || o.Transcript == TranscriptAuto || o.Transcript == TranscriptNone {
+			return nil, ErrNothing
+		}
+		tr, err := transcript.ParseFileContext(ctx, o.Transcript, transcript.Options{})
+		if err != nil {
 			return nil, err
 		}
-		if o.Loaded != nil {
-			o.Loaded()
-		}
+		return &Analysis{Transcript: tr}, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	tr, err := findTranscript(ctx, o.Transcript, rec.meta, rec.events)
+	eng, damage, err := Replay(ctx, o.SessionPath, EngineOptions{Policy: o.Policy, Transcript: o.Transcript, Home: o.Home})
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if o.Loaded != nil {
+		o.Loaded()
+	}
+	a, err := eng.Decide(ctx, true)
+	if err != nil {
 		return nil, err
 	}
-	a := &Analysis{Meta: rec.meta, Summary: rec.sum, Events: rec.events, Transcript: tr, Verdicts: rec.verdicts,
-		Leftovers: rec.left, Damage: rec.damage}
-	if rec.meta != nil {
-		// Every rule weighs the agent's account against the kernel's;
-		// without a session there is nothing to weigh it against.
-		a.Attribution = correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
-		a.Events = a.Attribution.Events
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if a.Baseline, err = loadBaseline(o.Home, tr, *rec.meta); err != nil {
-			return nil, err
-		}
-		in := detect.Input{Events: rec.events, Transcript: tr, Attribution: a.Attribution, Meta: *rec.meta, Leftovers: rec.left, Policy: pol,
-			Verdicts: rec.verdicts, Baseline: a.Baseline}
-		in.Resolvers, in.Hosts = systemNames()
-		a.Findings = detect.Run(in)
-	}
+	a.Damage = damage
 	return a, nil
 }
 
@@ -170,7 +140,7 @@ func (a *Analysis) Report() *report.Report {
 // integrityNotes are the report's notes on what reading the session found
 // wrong with the file: the verdict when it was damaged or modified after
 // recording (docs/integrity-of-record.md), then one note per problem.
-func integrityNotes(meta *session.Meta, damage []session.Damage) []string {
+func integrityNotes(meta *manifest.Meta, damage []session.Damage) []string {
 	var notes []string
 	if meta != nil {
 		switch meta.Integrity {
@@ -199,62 +169,50 @@ func systemNames() (resolvers []string, hosts map[string]string) {
 	return resolvers, hosts
 }
 
-// readSession reads every event of the session at path, summarising
-// them as they come, and the processes left running.
-func readSession(ctx context.Context, path string) (recorded, error) {
+// Replay reads the session at path into a new Engine, summarising its
+// events on the way, with its leftovers and exec verdicts, and returns
+// what the read found wrong with the file.
+func Replay(ctx context.Context, path string, o EngineOptions) (*Engine, []session.Damage, error) {
 	r, err := session.Open(path)
 	if err != nil {
-		return recorded{}, err
+		return nil, nil, err
 	}
 	defer r.Close()
 	m := r.Meta()
-	rec := recorded{meta: &m, sum: report.NewSummary(uint32(m.RootPID))}
+	eng := NewEngine(m, o)
+	eng.sum = report.NewSummary(uint32(m.RootPID))
 	// Sized up front: growing a million-event slice by doubling copies it
 	// a dozen times and leaves the old arrays to the GC.
-	rec.events = make([]*event.Event, 0, min(m.Events, maxPresize))
+	eng.events = make([]*event.Event, 0, min(m.Events, maxPresize))
 	err = r.Events(session.Filter{}, func(e *event.Event) error {
-		if len(rec.events)%checkEvery == 0 {
+		if eng.Len()%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				// Returned as is by Events, which names the session
 				// only in its own errors.
 				return fmt.Errorf("read session %s: %w", path, err)
 			}
 		}
-		rec.events = append(rec.events, e)
-		rec.sum.Observe(e)
+		eng.Add(e)
 		return nil
 	})
 	if err != nil {
-		return recorded{}, err // it names the session (see above)
+		return nil, nil, err // it names the session (see above)
 	}
 	// The verdict on the file is known only now that every chunk was read.
 	m.Integrity = r.Meta().Integrity
-	rec.damage = r.Damage()
+	eng.SetMeta(m)
 	left, err := r.Leftovers()
 	if err != nil {
-		return recorded{}, err
+		return nil, nil, err
 	}
-	rec.left = left
+	eng.SetLeftovers(left)
 	rows, err := r.Verdicts()
 	if err != nil {
-		return recorded{}, err
+		return nil, nil, err
 	}
-	rec.verdicts = execResults(rows)
-	rec.sum.Finish(m, left, m.ExitCode)
-	return rec, nil
-}
-
-// findTranscript returns the transcript the option names: none, the one
-// the session's agent wrote (auto), or the file at a path.
-func findTranscript(ctx context.Context, opt string, meta *session.Meta, events []*event.Event) (*transcript.Transcript, error) {
-	switch opt {
-	case TranscriptNone:
-		return nil, nil
-	case "", TranscriptAuto:
-		if meta == nil {
-			return nil, nil
-		}
-		return discover(ctx, meta, execHomes(events, meta.Home)), nil
+	for _, v := range rows {
+		eng.AddVerdict(v)
 	}
-	return transcript.ParseFileContext(ctx, opt, transcript.Options{})
+	eng.sum.Finish(m, left, m.ExitCode)
+	return eng, r.Damage(), nil
 }

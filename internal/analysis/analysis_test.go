@@ -76,11 +76,11 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 		}
 	}
 	// The read loop itself looks at the context, not only the stages.
-	if _, err := readSession(ctx, sessPath); !errors.Is(err, context.Canceled) {
-		t.Errorf("readSession with a cancelled context: %v, want context.Canceled", err)
+	if _, _, err := Replay(ctx, sessPath, EngineOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Replay with a cancelled context: %v, want context.Canceled", err)
 	}
-	if rec, err := readSession(t.Context(), sessPath); err != nil || len(rec.events) == 0 {
-		t.Errorf("readSession: %d events, error %v", len(rec.events), err)
+	if eng, _, err := Replay(t.Context(), sessPath, EngineOptions{}); err != nil || eng.Len() == 0 {
+		t.Errorf("Replay: %v, error %v", eng, err)
 	}
 }
 

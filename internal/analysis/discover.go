@@ -7,15 +7,31 @@ import (
 	"slices"
 
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
-// discover finds the transcript the session's agent wrote (where its
+// discover finds the transcript the session's agent wrote (discoverPath)
+// and parses it with its subagents; nil when there is none or it cannot
+// be read.
+func discover(ctx context.Context, meta *manifest.Meta, homes []string) *transcript.Transcript {
+	path := discoverPath(ctx, meta, homes)
+	if path == "" {
+		return nil
+	}
+	tr, err := transcript.ParseFileContext(ctx, path, transcript.Options{})
+	if err != nil {
+		slog.Warn("could not read the discovered transcript", "path", path, "error", err)
+		return nil
+	}
+	return tr
+}
+
+// discoverPath finds the transcript the session's agent wrote (where its
 // profile says, below the session's home or another HOME the traced
 // processes ran with, or where the traced command told it to): the main
-// (non-subagent) file with the most overlap, parsed with its subagents.
-func discover(ctx context.Context, meta *session.Meta, homes []string) *transcript.Transcript {
+// (non-subagent) file with the most overlap; "" for none.
+func discoverPath(ctx context.Context, meta *manifest.Meta, homes []string) string {
 	var found []transcript.Found
 	for _, home := range append([]string{meta.Home}, homes...) {
 		more, err := transcript.DiscoverCommand(ctx, meta.Command, home, meta.Cwd, meta.StartedAt, meta.EndedAt)
@@ -32,7 +48,7 @@ func discover(ctx context.Context, meta *session.Meta, homes []string) *transcri
 	slices.SortStableFunc(found, func(a, b transcript.Found) int { return a.FirstAt.Compare(b.FirstAt) })
 	found = slices.DeleteFunc(found, func(f transcript.Found) bool { return f.Subagent })
 	if len(found) == 0 {
-		return nil
+		return ""
 	}
 	// The latest-starting main file that began inside the session is the
 	// agent's; earlier ones may be resumed sessions of another run.
@@ -43,12 +59,7 @@ func discover(ctx context.Context, meta *session.Meta, homes []string) *transcri
 			break
 		}
 	}
-	tr, err := transcript.ParseFileContext(ctx, best.Path, transcript.Options{})
-	if err != nil {
-		slog.Warn("could not read the discovered transcript", "path", best.Path, "error", err)
-		return nil
-	}
-	return tr
+	return best.Path
 }
 
 // execHomes are the HOMEs the session's exec events recorded other than

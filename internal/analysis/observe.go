@@ -7,14 +7,13 @@ import (
 	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
-	"github.com/polygraph/polygraph/internal/policy"
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // loadBaseline returns the baseline profile of the session's agent in the
 // polygraph home home: nil when home is "" or has none.
-func loadBaseline(home string, tr *transcript.Transcript, meta session.Meta) (*baseline.Profile, error) {
+func loadBaseline(home string, tr *transcript.Transcript, meta manifest.Meta) (*baseline.Profile, error) {
 	if home == "" {
 		return nil, nil
 	}
@@ -39,24 +38,24 @@ func Observe(ctx context.Context, o Options) (*baseline.Sample, error) {
 	if o.SessionPath == "" {
 		return nil, ErrNothing
 	}
-	pol := o.Policy
-	if pol == nil {
-		pol = policy.Default()
-	}
-	rec, err := readSession(ctx, o.SessionPath)
+	eng, _, err := Replay(ctx, o.SessionPath, EngineOptions{Policy: o.Policy, Transcript: o.Transcript})
 	if err != nil {
 		return nil, err
 	}
-	tr, err := findTranscript(ctx, o.Transcript, rec.meta, rec.events)
+	if o.Loaded != nil {
+		o.Loaded()
+	}
+	meta := eng.Meta()
+	tr, err := eng.follow.refresh(ctx, &meta, eng.events, true)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	attr := correlate.Attribute(rec.events, tr, *rec.meta, correlate.Options{})
+	attr := correlate.Attribute(eng.events, tr, meta, correlate.Options{})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("observe %s: %w", o.SessionPath, err)
 	}
-	return detect.Observe(detect.Input{Events: rec.events, Transcript: tr, Attribution: attr, Meta: *rec.meta, Policy: pol}), nil
+	return detect.Observe(detect.Input{Events: attr.Events, Transcript: tr, Attribution: attr, Meta: meta, Policy: eng.o.Policy}), nil
 }
