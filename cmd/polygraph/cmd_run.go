@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"os/user"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/findings"
 	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
@@ -40,10 +42,11 @@ const (
 
 // reportFlags are the report options run, attach share.
 type reportFlags struct {
-	transcript string
-	policy     string
-	html       string
-	failOn     string
+	transcript  string
+	policy      string
+	html        string
+	failOn      string
+	findingsOut string
 }
 
 func addReportFlags(cmd *cobra.Command, f *reportFlags) {
@@ -51,6 +54,7 @@ func addReportFlags(cmd *cobra.Command, f *reportFlags) {
 	cmd.Flags().StringVar(&f.policy, "policy", "", "policy file (default: the built-in policy)")
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as HTML to this file")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
+	cmd.Flags().StringVar(&f.findingsOut, "findings-out", "", "judge the session while it runs and append each finding to this file as a JSON line the moment it is decided (- for stdout; docs/schema/findings.v1.json)")
 }
 
 func init() { commands = append(commands, newRunCommand) }
@@ -152,6 +156,20 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	ro.Started = func(m session.Meta) {
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
 	}
+	home := ro.Home
+	if rf.findingsOut != "" {
+		out, err := findings.Create(rf.findingsOut, stdout)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := out.Close(); err != nil {
+				fmt.Fprintf(stderr, "polygraph: findings stream %s: %v\n", rf.findingsOut, err)
+			}
+		}()
+		ro.Live = &analysis.LiveOptions{EngineOptions: analysis.EngineOptions{Policy: pol, Transcript: rf.transcript, Home: home},
+			Sinks: []analysis.Sink{analysis.StreamSink{W: out}}}
+	}
 	restoreGC := recordingGC()
 	res, err := record.Record(ctx, ro)
 	restoreGC()
@@ -166,12 +184,19 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	}
 	rctx, stop := reportContext(ctx)
 	defer stop()
-	rep, err := reportOnce(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol})
+	rep, err := reportOnce(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol, Home: home})
 	if err != nil {
 		// The session is safe on disk; say why the report is missing and
 		// keep the command's status.
 		fmt.Fprintf(stderr, "polygraph: session %s recorded, but the report failed: %v\n", res.Meta.ID, err)
 		return status()
+	}
+	if res.Live != nil {
+		if diff := analysis.CompareFindings(res.Live.Findings, rep.Findings); diff != "" {
+			// One implementation of each rule over the same events must
+			// decide the same: a difference is a bug worth a report.
+			slog.Warn("the live findings differ from the report's", "session", res.Meta.ID, "difference", diff)
+		}
 	}
 	if asJSON {
 		err = rep.WriteJSON(stdout)

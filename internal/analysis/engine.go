@@ -195,38 +195,51 @@ type follower struct {
 // file (a resumed or new conversation) that discovery would now prefer.
 const rediscoverEvery = time.Second
 
-// refresh returns the transcript as it now stands. final discovers (or
-// parses the file given) exactly as a report of the finished session
-// does, so the final decision reads the transcript the report reads.
-func (f *follower) refresh(ctx context.Context, meta *manifest.Meta, events []*event.Event, final bool) (*transcript.Transcript, error) {
+// poll reports whether the transcript must be read again: discovery,
+// at most every rediscoverEvery, found another file, or the file
+// followed changed.
+func (f *follower) poll(ctx context.Context, meta *manifest.Meta, events []*event.Event) bool {
 	switch f.opt {
 	case TranscriptNone:
-		return nil, nil
+		return false
 	case TranscriptAuto:
-		if final {
-			f.path, f.tr = "", nil
-			return discover(ctx, meta, execHomes(events, meta.Home)), nil
-		}
 		if time.Since(f.lastFind) >= rediscoverEvery {
 			f.lastFind = time.Now()
 			if p := discoverPath(ctx, meta, execHomes(events, meta.Home)); p != "" && p != f.path {
 				f.path, f.size, f.mtime = p, -1, time.Time{}
+				return true
 			}
 		}
-		if f.path == "" {
-			return nil, nil
-		}
 	default:
-		if final {
-			return transcript.ParseFileContext(ctx, f.opt, transcript.Options{})
-		}
 		f.path = f.opt
+	}
+	if f.path == "" {
+		return false
 	}
 	st, err := os.Stat(f.path)
 	if err != nil {
-		return f.tr, nil // gone or not there yet: keep what was read
+		return false // gone or not there yet: keep what was read
 	}
-	if st.Size() == f.size && st.ModTime().Equal(f.mtime) {
+	return st.Size() != f.size || !st.ModTime().Equal(f.mtime)
+}
+
+// refresh returns the transcript as it now stands. final discovers (or
+// parses the file given) exactly as a report of the finished session
+// does, so the final decision reads the transcript the report reads.
+func (f *follower) refresh(ctx context.Context, meta *manifest.Meta, events []*event.Event, final bool) (*transcript.Transcript, error) {
+	switch {
+	case f.opt == TranscriptNone:
+		return nil, nil
+	case final && f.opt == TranscriptAuto:
+		return discover(ctx, meta, execHomes(events, meta.Home)), nil
+	case final:
+		return transcript.ParseFileContext(ctx, f.opt, transcript.Options{})
+	}
+	if !f.poll(ctx, meta, events) {
+		return f.tr, nil
+	}
+	st, err := os.Stat(f.path)
+	if err != nil {
 		return f.tr, nil
 	}
 	tr, err := transcript.ParseFileContext(ctx, f.path, transcript.Options{})

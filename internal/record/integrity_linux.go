@@ -6,7 +6,6 @@ import (
 
 	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/sensor"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
 // Integrity checking (docs/integrity.md): every exec of the traced tree is
@@ -17,11 +16,11 @@ import (
 
 // startExecCheck starts checking the execs of the session w records; nil
 // (which does nothing) when checking is off.
-func startExecCheck(ctx context.Context, o Options, w *session.Writer) *integrity.SessionCheck {
+func startExecCheck(ctx context.Context, o Options, cwd string, w integrity.VerdictSink) *integrity.SessionCheck {
 	if o.NoIntegrity {
 		return nil
 	}
-	return integrity.StartSession(ctx, o.Home, integrity.Options{Workspaces: []string{w.Meta().Cwd}, PATH: tracedPATH(o)}, w)
+	return integrity.StartSession(ctx, o.Home, integrity.Options{Workspaces: []string{cwd}, PATH: tracedPATH(o)}, w)
 }
 
 // tracedPATH is the PATH the traced command resolves programs with: the

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/analysis"
+
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
@@ -51,8 +53,13 @@ type Options struct {
 	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
-	// Observe sees every event as it is stored (the demo's timeline).
+	// Observe sees every event as it is stored (the demo's timeline), on
+	// a pipeline listener's goroutine.
 	Observe func(*event.Event)
+	// Live, when set, judges the session while it is recorded
+	// (analysis.Live): its sinks get every decision, and Result.Live the
+	// last one. Its Meta is the session writer's.
+	Live *analysis.LiveOptions
 	// Started is called once the session exists, with its metadata.
 	Started func(session.Meta)
 	Sensor  sensor.Options
@@ -70,4 +77,10 @@ type Result struct {
 	ExitCode  *int // the traced command's; nil when unknown (attach)
 	Leftovers []session.Leftover
 	Stats     sensor.Stats
+	// Live is the live analysis's last decision (Options.Live; nil
+	// without it, or when it failed).
+	Live *analysis.Analysis
+	// ListenerLost counts, per pipeline listener, the events its full
+	// queue dropped (the session has them all).
+	ListenerLost map[string]uint64
 }

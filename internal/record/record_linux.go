@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,18 +67,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	// exists (shimImages says how its images are known); the sink runs on
 	// the sensor's goroutine.
 	var shim shimImages
-	checks := startExecCheck(ctx, o, w)
+	p := startPipeline(ctx, o, w)
 	s.Start(func(ev *event.Event) {
 		if shim.owns(ev) {
 			o.iso.shimEvent(ev, w)
 			return
 		}
-		w.Add(ev)
-		checks.Submit(ev)
-		if o.Observe != nil {
-			o.Observe(ev)
-		}
+		p.bus.Publish(ev)
 	})
+	stopLoss := reportLoss(s, w)
 
 	var res Result
 	switch o.Mode {
@@ -91,14 +89,15 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.ExitCode, err = runCommand(ctx, s, w, o, &shim)
 	}
+	stopLoss()
 	if err != nil {
 		s.Stop()
-		checks.Close()
+		p.close()
 		w.Close(nil)
 		return nil, err
 	}
 	o.iso.collect(w)
-	if err := finish(s, w, &res, o, checks); err != nil {
+	if err := finish(ctx, s, w, &res, o, p); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -151,8 +150,9 @@ func sessionHomes(home string) []string {
 
 // finish stops the sensor once the tree is done, lists what outlived it
 // (ending it first with KillLeftovers), stores the loss counters, waits
-// for the exec verdicts and closes the session.
-func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks *integrity.SessionCheck) error {
+// for the pipeline's listeners and the exec verdicts, closes the session
+// and makes the live analysis's last decision.
+func finish(ctx context.Context, s *sensor.Sensor, w *session.Writer, res *Result, o Options, p *pipe) error {
 	// Whatever is still tracked now outlived the command (and the linger).
 	alive := s.Tracked()
 	slog.Debug("command done; stopping sensor", "alive", len(alive))
@@ -168,21 +168,70 @@ func finish(s *sensor.Sensor, w *session.Writer, res *Result, o Options, checks 
 		res.Leftovers = leftovers(s, alive)
 	}
 	res.Stats = s.Stats()
-	w.SetLost("ringbuf", res.Stats.RingLost)
-	w.SetLost("ringbuf-security", res.Stats.SecRingLost)
-	w.SetLost("tracking", res.Stats.TrackLost)
-	w.SetLost("queue", res.Stats.Dropped)
-	if res.Stats.BadRecs > 0 {
-		w.SetLost("undecodable", res.Stats.BadRecs)
-	}
+	setLost(w, res.Stats)
 	w.SetLeftovers(res.Leftovers)
-	checks.Close()
+	p.close()
+	res.ListenerLost = p.bus.Lost()
 	slog.Debug("closing session")
 	if err := w.Close(res.ExitCode); err != nil {
 		return err
 	}
 	res.Meta = w.Meta()
+	if p.live != nil {
+		a, err := p.live.Finish(context.WithoutCancel(ctx), res.Meta, res.Leftovers, res.ListenerLost[liveListener])
+		if err != nil {
+			// The session is whole on disk: the report reads it.
+			slog.Warn("live analysis: the last decision failed", "session", res.Meta.ID, "error", err)
+		}
+		res.Live = a
+	}
 	return nil
+}
+
+// setLost stores the sensor's loss counters in the session.
+func setLost(w *session.Writer, st sensor.Stats) {
+	w.SetLost("ringbuf", st.RingLost)
+	w.SetLost("ringbuf-security", st.SecRingLost)
+	w.SetLost("tracking", st.TrackLost)
+	w.SetLost("queue", st.Dropped)
+	if st.BadRecs > 0 {
+		w.SetLost("undecodable", st.BadRecs)
+	}
+}
+
+// lossEvery is how often the sensor's loss counters go to the session
+// while recording: the live analysis raises events-lost from them, and a
+// session whose recorder dies keeps what was lost until then.
+const lossEvery = time.Second
+
+// reportLoss stores the loss counters every lossEvery until the returned
+// func is called.
+func reportLoss(s *sensor.Sensor, w *session.Writer) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(lossEvery)
+		defer t.Stop()
+		var last sensor.Stats
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if st := s.Stats(); st.RingLost != last.RingLost || st.SecRingLost != last.SecRingLost ||
+					st.TrackLost != last.TrackLost || st.Dropped != last.Dropped || st.BadRecs != last.BadRecs {
+					setLost(w, st)
+					last = st
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // leftovers describes the pids of alive that are still running.
