@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/procfs"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -135,7 +137,7 @@ func runCmd(args []string) error {
 	time.Sleep(*settle)
 	cpu0 := make([]int64, len(pids))
 	for i, p := range pids {
-		cpu0[i], _ = procCPU(p)
+		cpu0[i], _ = procfs.CPUNS(p)
 	}
 	res := Result{HelperStartNS: helperStart.UnixNano()}
 	res.StartNS = time.Now().UnixNano()
@@ -147,7 +149,7 @@ func runCmd(args []string) error {
 	reapAll(30 * time.Second)
 	res.EndNS = time.Now().UnixNano()
 	for i, p := range pids {
-		cpu1, err := procCPU(p)
+		cpu1, err := procfs.CPUNS(p)
 		if err != nil {
 			continue
 		}
@@ -199,27 +201,6 @@ func reapAll(limit time.Duration) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// procCPU is a process's user+system CPU in ns, all threads, from
-// /proc/PID/stat (clock ticks of 10 ms).
-func procCPU(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return (ut + st) * 1e7, nil // USER_HZ is 100
 }
 
 // procMem returns VmHWM and VmRSS of pid in KiB.

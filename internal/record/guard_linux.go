@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/polygraph/polygraph/internal/procfs"
+
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
@@ -165,7 +167,7 @@ func endTree(m *ebpf.Map) {
 			}
 		}
 		pending = pending[:0]
-		for pid, ppid := range parents() {
+		for pid, ppid := range procfs.ReadTable().Parent {
 			if stopped[ppid] && !stopped[pid] {
 				pending = append(pending, pid)
 			}
@@ -174,15 +176,4 @@ func endTree(m *ebpf.Map) {
 	for pid := range stopped {
 		unix.Kill(pid, unix.SIGKILL)
 	}
-}
-
-// parents maps every process's pid to its parent's, from /proc.
-func parents() map[int]int {
-	out := map[int]int{}
-	for ppid, kids := range childrenByParent() {
-		for _, k := range kids {
-			out[k] = ppid
-		}
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/procfs"
 	"github.com/polygraph/polygraph/internal/testenv"
 )
 
@@ -332,7 +333,7 @@ func TestIsolateCleanupAfterKill(t *testing.T) {
 func sessionCgroupOf(t *testing.T, pid int) string {
 	t.Helper()
 	for i := 0; i < 100; i++ {
-		for _, c := range descendants(pid)[1:] {
+		for _, c := range procfs.ReadTable().Descendants(pid)[1:] {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c))
 			if err != nil {
 				continue

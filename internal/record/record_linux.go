@@ -9,11 +9,12 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/procfs"
 
 	"golang.org/x/sys/unix"
 
@@ -439,7 +440,7 @@ func attachTree(ctx context.Context, s *sensor.Sensor, root int) error {
 	}
 	// Two passes: a child forked while the first pass ran is caught by the second.
 	for pass := 0; pass < 2; pass++ {
-		for _, pid := range descendants(root) {
+		for _, pid := range procfs.ReadTable().Descendants(root) {
 			if start, err := sensor.StartTimeNS(pid); err == nil {
 				if err := s.Track(uint32(pid), start); err != nil {
 					return err
@@ -460,44 +461,6 @@ func attachTree(ctx context.Context, s *sensor.Sensor, root int) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// descendants returns root and every process below it, from /proc.
-func descendants(root int) []int {
-	children := childrenByParent()
-	out := []int{root}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
-}
-
-// childrenByParent lists every process's children, by parent pid, from /proc.
-func childrenByParent() map[int][]int {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		st := string(b)
-		i := strings.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(st[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
-	}
-	return children
 }
 
 // envValue returns the value of key in env (the last one wins, as for

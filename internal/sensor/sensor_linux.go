@@ -1,7 +1,6 @@
 package sensor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/procfs"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -227,20 +228,10 @@ func (s *Sensor) Track(pid uint32, imageNS uint64) error {
 // "alive" for ever.
 func (s *Sensor) Prune() {
 	for _, pid := range s.Tracked() {
-		if processGone(pid) {
+		if procfs.Gone(int(pid)) {
 			_ = s.tracked.Delete(pid)
 		}
 	}
-}
-
-// processGone reports whether pid has exited (no /proc entry, or a zombie).
-func processGone(pid uint32) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // Tracked returns the pids the kernel still counts as traced and alive.
@@ -489,23 +480,4 @@ func bootOffset() time.Time {
 // StartTimeNS returns the boot-clock start time of pid in ns (from
 // /proc/PID/stat, in clock ticks), the image id of a process that was
 // running before tracing began.
-func StartTimeNS(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	var ticks uint64
-	if _, err := fmt.Sscan(f[19], &ticks); err != nil {
-		return 0, err
-	}
-	return ticks * (1e9 / 100), nil // USER_HZ is 100 on every Linux ABI
-}
+func StartTimeNS(pid int) (uint64, error) { return procfs.StartTimeNS(pid) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/polygraph/polygraph/internal/procfs"
 	"github.com/polygraph/polygraph/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func TestPruneForgetsExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Process.Kill(); live.Wait(); zombie.Wait() })
-	for !processGone(uint32(zombie.Process.Pid)) { // until it has exited, unreaped
+	for !procfs.Gone(zombie.Process.Pid) { // until it has exited, unreaped
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, p := range []*exec.Cmd{gone, zombie, live} {

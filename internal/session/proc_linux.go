@@ -1,11 +1,10 @@
 package session
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/procfs"
 )
 
 // selfIdentity names this process for the 'writer' row. Any part it
@@ -28,23 +27,10 @@ func (w writerID) running() bool {
 	return err == nil && start == w.Start
 }
 
-// procStart is field 22 of /proc/PID/stat, the process's start time in
-// clock ticks since boot.
+// procStart is the process's start time in clock ticks since boot.
 func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The comm (field 2) is in parentheses and may hold spaces or ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64) // field 22, counting state as 3
+	st, err := procfs.ReadStat(pid)
+	return st.StartTicks, err
 }
 
 // bootID is the kernel's id for this boot.

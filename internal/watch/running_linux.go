@@ -1,13 +1,13 @@
 package watch
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/procfs"
 
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/sensor"
@@ -19,19 +19,8 @@ import (
 // tracked from now, in a session of their own. What they did before is
 // not recorded. It runs before the sink starts, so the maps are its own.
 func (w *watcher) joinRunning() {
-	parent := map[int]int{}
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, ok := ppidOf(pid); ok {
-			parent[pid] = pp
-			children[pp] = append(children[pp], pid)
-		}
-	}
+	procs := procfs.ReadTable()
+	parent, children := procs.Parent, procs.Children
 	isAgent := func(pid int) (*agent.Profile, []string, bool) {
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -68,22 +57,4 @@ func (w *watcher) joinRunning() {
 		}
 		slog.Info("watch: joined running agent", "agent", p.Name, "pid", pid, "processes", len(t.pids), "session", sw.Meta().ID)
 	}
-}
-
-// ppidOf reads pid's parent from /proc/PID/stat.
-func ppidOf(pid int) (int, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, false
-	}
-	pp, err := strconv.Atoi(f[1])
-	return pp, err == nil
 }
