@@ -18,6 +18,7 @@ type watchOptions struct {
 	keep    string
 	maxSize string
 	homes   []string
+	policy  string
 }
 
 func init() { commands = append(commands, newWatchCommand) }
@@ -26,21 +27,24 @@ func newWatchCommand(g *globalOptions) *cobra.Command {
 	opts := &watchOptions{}
 	cmd := &cobra.Command{
 		Use:   "watch [--out FILE] [--keep 7d] [--max-size 1G]",
-		Short: "Watch the whole system: record every agent, flag readers of agent credentials",
+		Short: "Watch the whole system: record and judge every agent, and readers of agent credentials",
 		Long: `Run until SIGINT or SIGTERM (root). Every process whose executable an agent
 profile recognises, when it starts, is recorded with its tree as its own session
 (mode "watch"; see 'polygraph sessions' and 'polygraph report'). Any process
 outside the agents' trees that opens an agent's credential or config store
-(~/.claude, ~/.codex, ~/.gemini and their credential files, under every home)
-raises agent-config-read, written as one JSON object a line to stdout or --out.
-Watch sessions older than --keep, or past --max-size in total, are deleted at
-start and hourly. See docs/watch.md.`,
+(~/.claude, ~/.codex, ~/.gemini and their credential files, under every home) is
+recorded in a session of its own, the outsiders'. Every session is judged while
+it is recorded by every rule of docs/rules.md, as under run, tuned by --policy;
+each finding is written as one JSON object a line (docs/schema/findings.v1.json)
+to stdout or --out the moment it is decided. Watch sessions older than --keep,
+or past --max-size in total, are deleted at start and hourly. See docs/watch.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWatch(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&opts.out, "out", "", "append findings to FILE instead of stdout")
+	cmd.Flags().StringVar(&opts.out, "out", "", "append the findings stream to FILE instead of stdout (- for stdout)")
+	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
 	cmd.Flags().StringVar(&opts.keep, "keep", "7d", "delete watch sessions older than this (0: keep)")
 	cmd.Flags().StringVar(&opts.maxSize, "max-size", "1G", "delete the oldest watch sessions past this total size (0: no cap)")
 	opts.addRingFlag(cmd)
@@ -65,16 +69,20 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pol, err := loadPolicy(opts.policy)
+	if err != nil {
+		return err
+	}
 	out := stdout
-	if opts.out != "" {
-		f, err := os.OpenFile(opts.out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if opts.out != "" && opts.out != "-" {
+		f, err := os.OpenFile(opts.out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 		if err != nil {
-			return fmt.Errorf("open findings file: %w", err)
+			return fmt.Errorf("open the findings stream: %w", err)
 		}
 		defer f.Close()
 		out = f
 	}
-	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Keep: keep, MaxSize: size, RingBytes: ring})
+	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Policy: pol, Keep: keep, MaxSize: size, RingBytes: ring})
 	if err != nil {
 		return err
 	}

@@ -272,9 +272,17 @@ func FindingRecord(a *Analysis, f detect.Finding) findings.Record {
 		r.Frameworks = &findings.Frameworks{ATTACK: fw.ATTACK, ATLAS: fw.ATLAS, OWASPLLM: fw.OWASPLLM, SAIF: fw.SAIF}
 	}
 	if len(f.Evidence) > 0 {
-		if e := eventBySeq(a.Events, f.Evidence[0]); e != nil && !e.TS.IsZero() {
-			ts := e.TS.UTC()
-			r.EventTime = &ts
+		if e := eventBySeq(a.Events, f.Evidence[0]); e != nil {
+			if !e.TS.IsZero() {
+				ts := e.TS.UTC()
+				r.EventTime = &ts
+			}
+			r.Process = &findings.Process{PID: e.PID, ExecID: e.ExecID, Comm: e.Comm}
+			if a.Attribution != nil && a.Attribution.Tree != nil {
+				if x := a.Attribution.Tree.ExecOf(e.ExecID); x != nil {
+					r.Process.Exe, r.Process.Argv = x.Path, x.Argv()
+				}
+			}
 		}
 	}
 	return r

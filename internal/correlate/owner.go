@@ -73,6 +73,9 @@ func (a *attributor) wrapper(im *lineage.Image) bool {
 func (a *attributor) decideAll() {
 	var root *lineage.Process
 	for _, p := range a.tree.Processes() {
+		if a.meta.Outsiders {
+			break // no process of the session is the agent
+		}
 		if p.Parent == nil && (root == nil || (a.meta.RootPID != 0 && p.Top().PID == uint32(a.meta.RootPID) && root.Top().PID != uint32(a.meta.RootPID))) {
 			root = p
 		}
@@ -95,6 +98,8 @@ func (a *attributor) decideAll() {
 		switch {
 		case p == root:
 			*o = owner{kind: ownCore, detail: "agent"}
+		case p.Parent == nil && a.meta.Outsiders:
+			*o = owner{kind: ownNone}
 		case p.Parent == nil:
 			// A process whose parent was never seen (lost events, or a
 			// second root): judge it as if the agent had spawned it.

@@ -22,7 +22,7 @@ func agentConfigRead(s *run) []Finding {
 	var g groups
 	for i := range s.byEvent {
 		f := &s.byEvent[i]
-		if f.flags&fRead == 0 || f.flags&fOwn != 0 {
+		if f.flags&fRead == 0 {
 			continue
 		}
 		r, ok := s.matchOf(setAgentConfig, i, f.path)
@@ -33,14 +33,24 @@ func agentConfigRead(s *run) []Finding {
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
 		names := s.programNames(e.ExecID)
-		if r.IsClient(names) {
+		if f.flags&fOwn != 0 {
+			// The agent's own activity: its own stores are its to read;
+			// another agent's are not. The agent is known by what its
+			// process ran, any image of it (a launcher that execs), and
+			// by the command the session started (or joined) it as.
+			own := append(s.processNames(e.ExecID), s.commandNames()...)
+			if len(r.Clients) == 0 || len(own) == 0 || r.IsClient(own) {
+				continue
+			}
+			note = fmt.Sprintf("read by the agent itself (%s), which is not that store's agent", strings.Join(own, "/"))
+		} else if r.IsClient(names) {
 			if s.attr == nil {
 				continue // without a transcript, the agent's own program is the agent
 			}
 			sev, note = SeverityInfo, fmt.Sprintf("read by that agent's own program (%s), started by a tool call", strings.Join(names, "/"))
 		}
 		call, who := s.actor(e)
-		g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
+		g.add(e.Path+"\x00"+s.actorKey(e)+"\x00"+string(sev), func() *accessGroup {
 			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note}
 		}, e.Seq)
 	}

@@ -37,6 +37,27 @@ func TestAgentConfigRead(t *testing.T) {
 			want: []string{"medium agent-config-read"},
 		},
 		{
+			name: "the agent's own read and cat's in one call are two findings",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat ~/.claude/.credentials.json")
+				ag.inCall("t1").open(home+"/.claude/.credentials.json", "read")
+				cat := ag.spawn(200, "t1", "/usr/bin/cat", "cat", home+"/.claude/.credentials.json")
+				cat.open(home+"/.claude/.credentials.json", "read")
+			},
+			want: []string{"high agent-config-read", "info agent-config-read"},
+		},
+		{
+			name: "no transcript: the agent's own process reads another agent's store",
+			build: func(b *builder) {
+				b.noAttr = true
+				ag := b.agent(100, "/usr/local/bin/claude")
+				ag.open(home+"/.claude/.credentials.json", "read") // its own
+				ag.open(home+"/.codex/auth.json", "read")          // Codex's
+			},
+			want: []string{"high agent-config-read"},
+		},
+		{
 			name: "shell snapshots are not config",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/codex")

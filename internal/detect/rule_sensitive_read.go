@@ -43,7 +43,7 @@ func sensitiveRead(s *run) []Finding {
 			sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
 		}
 		call, who := s.actor(e)
-		key := e.Path + "\x00" + s.actorKey(e)
+		key := e.Path + "\x00" + s.actorKey(e) + "\x00" + string(sev) // a client's read never hides another's
 		if blocked {
 			key += "\x00blocked"
 		}

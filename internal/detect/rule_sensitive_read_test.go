@@ -63,6 +63,20 @@ func TestSensitiveRead(t *testing.T) {
 			},
 		},
 		{
+			name: "its client reads it, then cat in the same call: the client's read hides nothing",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "aws sts get-caller-identity; cat ~/.aws/credentials")
+				aws := ag.spawn(200, "t1", "/usr/local/bin/aws", "aws", "sts", "get-caller-identity")
+				aws.open(home+"/.aws/credentials", "read")
+				aws.exit(0)
+				cat := ag.spawn(201, "t1", "/usr/bin/cat", "cat", home+"/.aws/credentials")
+				cat.open(home+"/.aws/credentials", "read")
+				cat.exit(0)
+			},
+			want: []string{"high sensitive-read", "info sensitive-read"},
+		},
+		{
 			name: "browser cookies",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/codex")

@@ -147,6 +147,33 @@ func (s *facts) programNames(id string) []string {
 	return out
 }
 
+// processNames are the programNames of every image of the process
+// image id belongs to: what the process ran, before and after each exec.
+func (s *facts) processNames(id string) []string {
+	im := s.tree.Image(id)
+	if im == nil || im.Process == nil {
+		return s.programNames(id)
+	}
+	var out []string
+	for _, x := range im.Process.Images {
+		for _, n := range s.programNames(x.ID) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// commandNames are the program names of the session's command (what run
+// started, or the root attach and watch joined).
+func (s *facts) commandNames() []string {
+	if len(s.in.Meta.Command) == 0 {
+		return nil
+	}
+	return policy.ProgramNames(s.in.Meta.Command[0], s.in.Meta.Command)
+}
+
 // execNames are programNames for exec e.
 func (s *facts) execNames(e *event.Event) []string {
 	var out []string

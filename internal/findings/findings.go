@@ -65,6 +65,8 @@ type Record struct {
 	EventTime  *time.Time  `json:"event_time,omitempty"` // the first evidence event's
 	Frameworks *Frameworks `json:"frameworks,omitempty"`
 	Blocked    bool        `json:"blocked,omitempty"`
+	// Process is the process of the first evidence event.
+	Process *Process `json:"process,omitempty"`
 
 	// Session records: the findings standing when it ended, by severity.
 	Findings map[string]int `json:"findings,omitempty"`
@@ -73,6 +75,17 @@ type Record struct {
 	// from the stored session).
 	Listener string `json:"listener,omitempty"`
 	Events   uint64 `json:"events,omitempty"`
+}
+
+// Process names a process: its pid, its image (exec_id, as the session's
+// events carry it), and what that image ran (the exec's binary and
+// command line; absent when its exec was not recorded).
+type Process struct {
+	PID    uint32   `json:"pid"`
+	ExecID string   `json:"exec_id"`
+	Comm   string   `json:"comm,omitempty"`
+	Exe    string   `json:"exe,omitempty"`
+	Argv   []string `json:"argv,omitempty"`
 }
 
 // Frameworks are the external ids a finding maps to.

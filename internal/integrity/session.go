@@ -38,6 +38,16 @@ type VerdictSink interface {
 	AddVerdict(manifest.Verdict)
 }
 
+// Fan hands each verdict to every sink it holds.
+type Fan []VerdictSink
+
+// AddVerdict hands v to every sink.
+func (f Fan) AddVerdict(v manifest.Verdict) {
+	for _, s := range f {
+		s.AddVerdict(v)
+	}
+}
+
 // StartSession starts checking the execs of the session w records, with
 // the pins and first-seen hashes of the store under home (polygraph's
 // home, session.Home)

@@ -38,6 +38,10 @@ type Meta struct {
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
 	// Isolation is set when the session ran isolated (run --isolate).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Outsiders marks watch's session of processes outside every agent's
+	// tree that opened an agent's store: none of its processes is an
+	// agent, and nothing in it is the agent's own.
+	Outsiders bool `json:"outsiders,omitempty"`
 	// The fields below are never stored: the session Reader computes them.
 
 	// InProgress is set when CleanClose is false and the writer is still

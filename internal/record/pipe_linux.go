@@ -6,7 +6,6 @@ import (
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/integrity"
-	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/pipeline"
 	"github.com/polygraph/polygraph/internal/session"
 )
@@ -29,7 +28,7 @@ type pipe struct {
 // live analysis.
 func startPipeline(ctx context.Context, o Options, w *session.Writer) *pipe {
 	p := &pipe{bus: pipeline.New(w.Add)}
-	sinks := verdictFan{w}
+	sinks := integrity.Fan{w}
 	if o.Live != nil {
 		lo := *o.Live
 		lo.Meta = w.Meta
@@ -52,15 +51,6 @@ func startPipeline(ctx context.Context, o Options, w *session.Writer) *pipe {
 func (p *pipe) close() {
 	p.bus.Close()
 	p.checks.Close()
-}
-
-// verdictFan hands each verdict to every sink.
-type verdictFan []integrity.VerdictSink
-
-func (f verdictFan) AddVerdict(v manifest.Verdict) {
-	for _, s := range f {
-		s.AddVerdict(v)
-	}
 }
 
 // observer is Options.Observe as a pipeline listener.

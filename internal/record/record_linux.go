@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/version"
+
 	"github.com/polygraph/polygraph/internal/procfs"
 
 	"golang.org/x/sys/unix"
@@ -104,25 +106,19 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	return &res, nil
 }
 
-// newMeta describes the session about to be recorded.
+// newMeta describes the session run or attach is about to record.
 func newMeta(o Options, unavailable []string) session.Meta {
 	user, uid, _, home := accounts.InvokingUser()
-	host, _ := os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	meta := session.Meta{
-		Mode: o.Mode, Command: o.Command, User: user, UID: uid, Home: home, Hostname: host,
-		Kernel: unix.ByteSliceToString(uts.Release[:]), Cwd: o.Dir, Unavailable: unavailable,
-	}
-	if meta.Cwd == "" {
-		meta.Cwd, _ = os.Getwd()
-	}
 	// The agents keep their transcripts under the HOME the command sees,
 	// which is the invoking user's unless the caller set another.
 	if h := envValue(o.Env, "HOME"); h != "" && o.Mode != "attach" {
-		meta.Home = h
+		home = h
 	}
-	meta.Homes = sessionHomes(meta.Home)
+	meta := NewMeta(o.Mode, home, unavailable)
+	meta.Command, meta.User, meta.UID, meta.Cwd = o.Command, user, uid, o.Dir
+	if meta.Cwd == "" {
+		meta.Cwd, _ = os.Getwd()
+	}
 	if o.Mode == "attach" {
 		meta.RootPID = o.AttachPID
 		meta.Command = procArgv(o.AttachPID)
@@ -131,6 +127,19 @@ func newMeta(o Options, unavailable []string) session.Meta {
 		}
 	}
 	return meta
+}
+
+// NewMeta describes a session about to be recorded on this host, in
+// mode, of a tree whose HOME is home: the host, its kernel, polygraph's
+// version, the features the sensor could not load, and the homes the
+// session guards and its rules read "~/" as (sessionHomes). run, attach
+// and watch each fill in what ran, as whom and where.
+func NewMeta(mode, home string, unavailable []string) session.Meta {
+	host, _ := os.Hostname()
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	return session.Meta{Mode: mode, Home: home, Homes: sessionHomes(home), Hostname: host,
+		Kernel: unix.ByteSliceToString(uts.Release[:]), Version: version.Get().String(), Unavailable: slices.Clone(unavailable)}
 }
 
 // sessionHomes are the homes a session guards and its rules read "~/"

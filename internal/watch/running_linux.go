@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/procfs"
+	"github.com/polygraph/polygraph/internal/record"
 
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/sensor"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
 // joinRunning records the agents already running when watch starts, as
@@ -37,15 +38,15 @@ func (w *watcher) joinRunning() {
 			continue // inside another agent's tree: that one's root takes it
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		sw, err := session.Create(w.o.Home, session.Meta{Mode: "watch", Command: argv, Cwd: cwd, Homes: w.homes, Hostname: w.host,
-			Kernel: w.kernel, RootPID: pid, StartedAt: time.Now(), Unavailable: w.s.Unavailable()})
+		home, _ := sensor.ProcEnv(uint32(pid), "HOME")
+		meta := record.NewMeta("watch", home, w.s.Unavailable())
+		meta.Command, meta.Cwd, meta.RootPID, meta.StartedAt = argv, cwd, pid, time.Now()
+		rec, err := w.record(meta, procPATH(pid), analysis.TranscriptAuto)
 		if err != nil {
 			slog.Warn("watch: cannot record running agent", "agent", p.Name, "pid", pid, "error", err)
 			continue
 		}
-		w.openIDs[sw.Meta().ID] = true
-		t := &tree{w: sw, root: uint32(pid), pids: map[uint32]bool{}, agent: p.Name}
-		t.check = w.startCheck(pid, cwd, sw)
+		t := &tree{recording: rec, root: uint32(pid), pids: map[uint32]bool{}, agent: p.Name}
 		for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
 			q := todo[0]
 			todo = append(todo, children[q]...)
@@ -55,6 +56,6 @@ func (w *watcher) joinRunning() {
 				_ = w.s.Track(uint32(q), start)
 			}
 		}
-		slog.Info("watch: joined running agent", "agent", p.Name, "pid", pid, "processes", len(t.pids), "session", sw.Meta().ID)
+		slog.Info("watch: joined running agent", "agent", p.Name, "pid", pid, "processes", len(t.pids), "session", rec.w.Meta().ID)
 	}
 }

@@ -1,9 +1,12 @@
 // Package watch is polygraph's system-wide mode: it recognises agent
-// processes when they exec, records each agent's tree as its own session,
-// and raises agent-config-read when a process outside every agent tree
-// opens an agent's credential or config store (the same-user theft case).
-// Findings stream as JSON lines. Recording needs Linux (watch_linux.go);
-// the store list, the findings and retention build anywhere.
+// processes when they exec and records each agent's tree as its own
+// session, and records the opens of agents' credential and config stores
+// by processes outside every agent tree (the same-user theft case) in a
+// session of their own, the outsiders'. Every session is judged live by
+// the same rules as under run (analysis.Live), tuned by the same policy;
+// watch has no rule of its own. Findings stream as JSON lines
+// (internal/findings). Recording needs Linux (watch_linux.go); the store
+// list and retention build anywhere.
 package watch
 
 import (
@@ -16,13 +19,12 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/policy"
 )
 
 // ErrNeedsLinux is what Run returns where there is no kernel sensor.
 var ErrNeedsLinux = errors.New("watch needs Linux (the sensor is eBPF)")
-
-// Rule is the finding watch raises.
-const Rule = "agent-config-read"
 
 // Options say where to store sessions, what to watch and where findings go.
 type Options struct {
@@ -30,8 +32,14 @@ type Options struct {
 	// Homes are the user homes whose agent stores are watched; nil means
 	// every home in /etc/passwd and /root.
 	Homes []string
-	// Out receives one JSON object per finding, one a line.
+	// Out receives the findings stream: one JSON object a line
+	// (internal/findings), from every session.
 	Out io.Writer
+	// Policy tunes the rules (nil: the default policy).
+	Policy *policy.Policy
+	// Sinks receive every live decision of every session too (an
+	// exporter).
+	Sinks []analysis.Sink
 	// Keep and MaxSize bound the watch sessions kept (Prune); zero keeps all.
 	Keep    time.Duration
 	MaxSize int64
@@ -48,31 +56,8 @@ type Options struct {
 type Target struct {
 	Path     string
 	Agent    string // profile name
-	Severity string // high for credentials, medium for the rest of a store
 	Dir      bool
 	Dev, Ino uint64
-}
-
-// Finding is one JSON line of the stream.
-type Finding struct {
-	Time     time.Time `json:"time"`
-	Rule     string    `json:"rule"`
-	Severity string    `json:"severity"`
-	Agent    string    `json:"agent"`
-	Path     string    `json:"path"`
-	Access   string    `json:"access,omitempty"`
-	Reader   Reader    `json:"reader"`
-	Session  string    `json:"session,omitempty"` // the outsiders session holding the open
-}
-
-// Reader is the process that opened the store.
-type Reader struct {
-	PID  uint32   `json:"pid"`
-	PPID uint32   `json:"ppid"`
-	UID  *uint32  `json:"uid,omitempty"`
-	Comm string   `json:"comm"`
-	Exe  string   `json:"exe,omitempty"`
-	Argv []string `json:"argv,omitempty"`
 }
 
 // Targets lists the agents' credential and config stores that exist under
@@ -82,7 +67,7 @@ type Reader struct {
 func Targets(homes []string) []Target {
 	var out []Target
 	seen := map[string]bool{}
-	add := func(p *agent.Profile, path, sev string) {
+	add := func(p *agent.Profile, path string) {
 		if seen[path] {
 			return
 		}
@@ -91,7 +76,7 @@ func Targets(homes []string) []Target {
 			return
 		}
 		seen[path] = true
-		t := Target{Path: path, Agent: p.Name, Severity: sev, Dir: fi.IsDir()}
+		t := Target{Path: path, Agent: p.Name, Dir: fi.IsDir()}
 		t.Dev, t.Ino = fileID(fi)
 		out = append(out, t)
 	}
@@ -101,16 +86,12 @@ func Targets(homes []string) []Target {
 				if strings.HasPrefix(f.Path, "!") {
 					continue
 				}
-				sev := f.Severity
-				if sev == "" {
-					sev = "high"
-				}
 				for _, path := range expand(f.Path, home) {
-					add(p, path, sev)
+					add(p, path)
 				}
 			}
 			for _, d := range p.ConfigDirs {
-				add(p, filepath.Join(home, d), "medium")
+				add(p, filepath.Join(home, d))
 			}
 		}
 	}

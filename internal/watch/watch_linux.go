@@ -2,28 +2,27 @@ package watch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/findings"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/sensor"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
-// tree is one agent's process tree, recorded as its own session.
+// tree is one agent's process tree, recorded as its own session: its
+// events go through a pipeline to the session, the exec checks and a live
+// analysis running every rule, as under run (recording_linux.go).
 type tree struct {
-	w     *session.Writer
-	check *integrity.SessionCheck // hashes and judges its execs, as run does
+	*recording
 	root  uint32
 	pids  map[uint32]bool
 	agent string
@@ -36,6 +35,7 @@ type tree struct {
 type execInfo struct {
 	path string
 	argv []string
+	exec *event.Event // the exec event itself, for the outsiders session
 }
 
 // maxExecs bounds the outsider execs remembered.
@@ -54,11 +54,13 @@ type watcher struct {
 	targets   []Target
 	trees     map[uint32]*tree
 	execs     map[uint32]execInfo
-	enc       *json.Encoder
+	out       *findings.Writer
 	self      string
-	outsiders *session.Writer
-	host      string
-	kernel    string
+	outsiders *recording
+	// outsiderExec is the exec event of each outsider process already
+	// put in the outsiders session (by pid), so its opens are judged
+	// with what it ran.
+	outsiderExec map[uint32]string
 
 	// mu guards everything above against the reaper (the sink holds it
 	// per event: there is no contention worth the finer locks) and openIDs.
@@ -81,7 +83,7 @@ func (w *watcher) reap() {
 	defer w.mu.Unlock()
 	seen := map[*tree]bool{}
 	for _, t := range w.trees {
-		if seen[t] || t.w == nil {
+		if seen[t] || t.recording == nil {
 			continue
 		}
 		seen[t] = true
@@ -121,12 +123,8 @@ func Run(ctx context.Context, o Options) error {
 	defer s.Close()
 	sensor.ReleaseLoadMemory()
 	w := &watcher{ctx: ctx, o: o, homes: homes, s: s, targets: Targets(o.Homes), trees: map[uint32]*tree{}, execs: map[uint32]execInfo{},
-		enc: json.NewEncoder(o.Out), openIDs: map[string]bool{}}
+		out: findings.NewWriter(o.Out), openIDs: map[string]bool{}, outsiderExec: map[uint32]string{}}
 	w.self, _ = os.Executable()
-	w.host, _ = os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	w.kernel = unix.ByteSliceToString(uts.Release[:])
 	ids := make([]sensor.FileID, len(w.targets))
 	for i, t := range w.targets {
 		ids[i] = sensor.FileID{Dev: t.Dev, Ino: t.Ino}
@@ -163,14 +161,15 @@ func Run(ctx context.Context, o Options) error {
 	s.Stop() // the sink has seen everything
 	var errs []error
 	for _, t := range w.trees {
-		if t.w != nil {
+		if t.recording != nil {
 			errs = append(errs, w.closeTree(t, false))
 		}
 	}
 	w.closing.Wait()
 	if w.outsiders != nil {
-		errs = append(errs, w.outsiders.Close(nil))
+		errs = append(errs, w.outsiders.close(ctx, nil))
 	}
+	errs = append(errs, w.out.Err())
 	for _, e := range errs {
 		if e != nil {
 			return e
@@ -212,9 +211,6 @@ func (w *watcher) sink(ev *event.Event) {
 	switch {
 	case t != nil:
 		w.add(t, ev)
-		if ev.Kind == event.KindOpen {
-			w.crossRead(t, ev)
-		}
 	case ev.Kind == event.KindExec:
 		if p, ok := agent.Executable(ev.Path, ev.Argv()); ok {
 			w.start(p, ev)
@@ -231,27 +227,25 @@ func (w *watcher) remember(ev *event.Event) {
 	if len(w.execs) >= maxExecs {
 		clear(w.execs)
 	}
-	w.execs[ev.PID] = execInfo{path: ev.Path, argv: ev.Argv()}
+	w.execs[ev.PID] = execInfo{path: ev.Path, argv: ev.Argv(), exec: ev}
 }
 
 // start opens the session of a new agent tree rooted at ev's process.
 func (w *watcher) start(p *agent.Profile, ev *event.Event) {
-	meta := session.Meta{Mode: "watch", Command: ev.Argv(), Cwd: ev.Cwd(), Home: ev.Home(), Homes: w.homes, Hostname: w.host,
-		Kernel: w.kernel, RootPID: int(ev.PID), StartedAt: ev.TS, Unavailable: w.s.Unavailable()}
+	meta := record.NewMeta("watch", ev.Home(), w.s.Unavailable())
+	meta.Command, meta.Cwd, meta.RootPID, meta.StartedAt = ev.Argv(), ev.Cwd(), int(ev.PID), ev.TS
 	if uid := ev.UID(); uid != nil {
 		meta.UID = int(*uid)
 	}
-	sw, err := session.Create(w.o.Home, meta)
+	rec, err := w.record(meta, procPATH(int(ev.PID)), analysis.TranscriptAuto)
 	if err != nil {
 		slog.Warn("watch: cannot record agent", "agent", p.Name, "pid", ev.PID, "error", err)
 		return
 	}
-	w.openIDs[sw.Meta().ID] = true
-	t := &tree{w: sw, root: ev.PID, pids: map[uint32]bool{}, agent: p.Name}
-	t.check = w.startCheck(int(ev.PID), meta.Cwd, sw)
+	t := &tree{recording: rec, root: ev.PID, pids: map[uint32]bool{}, agent: p.Name}
 	w.join(t, ev.PID, ev)
 	w.add(t, ev)
-	slog.Info("watch: recording agent", "agent", p.Name, "pid", ev.PID, "session", sw.Meta().ID)
+	slog.Info("watch: recording agent", "agent", p.Name, "pid", ev.PID, "session", rec.w.Meta().ID)
 }
 
 // join makes pid part of t, in the kernel's tracked set too, so its
@@ -271,8 +265,7 @@ func (w *watcher) join(t *tree, pid uint32, ev *event.Event) {
 // add stores ev in t's session and follows the tree's forks and exits;
 // the session closes when the tree's last process exits.
 func (w *watcher) add(t *tree, ev *event.Event) {
-	t.w.Add(ev)
-	t.check.Submit(ev)
+	t.bus.Publish(ev)
 	switch ev.Kind {
 	case event.KindExec:
 		w.remember(ev)
@@ -294,22 +287,22 @@ func (w *watcher) add(t *tree, ev *event.Event) {
 	}
 }
 
-// closeTree ends t's session: its queued exec checks are drained (up to
-// integrity.SessionDrain), then the session is closed. With async that
-// happens off the caller's goroutine, since the sink and the reaper hold
-// mu and every other tree's events wait on it; Run waits for it (closing).
-// The session stays in openIDs, safe from retention, until it is closed.
+// closeTree ends t's session (recording.close: its pipeline drained, its
+// exec checks bounded by integrity.SessionDrain, the live analysis's last
+// decision). With async that happens off the caller's goroutine, since
+// the sink and the reaper hold mu and every other tree's events wait on
+// it; Run waits for it (closing). The session stays in openIDs, safe from
+// retention, until it is closed.
 func (w *watcher) closeTree(t *tree, async bool) error {
-	sw, check, exit := t.w, t.check, t.exit
-	t.w, t.check = nil, nil
+	rec, exit := t.recording, t.exit
+	t.recording = nil
 	for pid := range t.pids {
 		delete(w.trees, pid)
 	}
 	end := func() error {
-		check.Close()
-		err := sw.Close(exit)
+		err := rec.close(w.ctx, exit)
 		w.mu.Lock()
-		delete(w.openIDs, sw.Meta().ID)
+		delete(w.openIDs, rec.w.Meta().ID)
 		w.mu.Unlock()
 		return err
 	}
@@ -326,13 +319,6 @@ func (w *watcher) closeTree(t *tree, async bool) error {
 	return nil
 }
 
-// startCheck starts the exec checks of a tree's session, as run's: the
-// workspace is the agent's cwd and the PATH the one it resolves programs
-// with (its environment's, read while it is alive; else watch's own).
-func (w *watcher) startCheck(pid int, cwd string, sw *session.Writer) *integrity.SessionCheck {
-	return integrity.StartSession(w.ctx, w.o.Home, integrity.Options{Workspaces: []string{cwd}, PATH: procPATH(pid)}, sw)
-}
-
 // procPATH is PATH in /proc/PID/environ, or "" (the checker then uses
 // its own).
 func procPATH(pid int) string {
@@ -340,57 +326,43 @@ func procPATH(pid int) string {
 	return v
 }
 
-// crossRead flags an agent's tree opening another agent's store: that
-// reader is outside the store's agent's tree too. The session named is
-// the reading tree's, which holds the open.
-func (w *watcher) crossRead(t *tree, ev *event.Event) {
-	tg, ok := match(w.targets, ev.Path)
-	if !ok || tg.Agent == t.agent {
-		return
-	}
-	info := w.execs[ev.PID]
-	w.emitFinding(Finding{Time: ev.TS, Rule: Rule, Severity: tg.Severity, Agent: tg.Agent, Path: ev.Path, Access: ev.Access,
-		Reader: Reader{PID: ev.PID, PPID: ev.PPID, Comm: ev.Comm, Exe: info.path, Argv: info.argv}, Session: t.w.Meta().ID})
-}
-
-func (w *watcher) emitFinding(f Finding) {
-	if err := w.enc.Encode(f); err != nil {
-		slog.Warn("watch: write finding", "error", err)
-	}
-}
-
-// outsider judges an open of a watched store by a process in no agent
-// tree: another instance of the store's own agent (started before watch)
-// and polygraph itself are routine; anything else is a finding.
+// outsider takes an open of a watched store by a process in no agent
+// tree into the outsiders session, after the exec of that process (when
+// watch saw it), so the rules judge the reader by what it ran: the store's
+// own agent started before watch, another program, a shell. polygraph's
+// own opens are not the host's activity.
 func (w *watcher) outsider(ev *event.Event) {
-	tg, ok := match(w.targets, ev.Path)
-	if !ok {
+	if _, ok := match(w.targets, ev.Path); !ok {
 		return // a file watched through its directory, but not one of ours (a hard link elsewhere)
 	}
-	info, ok := w.execs[ev.PID]
-	if !ok {
+	info, seen := w.execs[ev.PID]
+	if !seen {
 		info.path, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", ev.PID))
 	}
-	if info.path != "" && info.path == w.self {
-		return
-	}
-	if p, ok := agent.Executable(info.path, info.argv); ok && p.Name == tg.Agent {
+	if ev.PID == uint32(os.Getpid()) || info.path != "" && info.path == w.self {
 		return
 	}
 	if w.outsiders == nil {
-		var err error
-		w.outsiders, err = session.Create(w.o.Home, session.Meta{Mode: "watch", Command: []string{"polygraph", "watch", "(outsiders)"},
-			Homes: w.homes, Hostname: w.host, Kernel: w.kernel})
+		meta := record.NewMeta("watch", "", w.s.Unavailable())
+		meta.Command, meta.Outsiders = []string{"polygraph", "watch", "(outsiders)"}, true
+		rec, err := w.record(meta, "", analysis.TranscriptNone)
 		if err != nil {
 			slog.Warn("watch: outsiders session", "error", err)
+			return
 		}
+		w.outsiders = rec
 	}
-	f := Finding{Time: ev.TS, Rule: Rule, Severity: tg.Severity, Agent: tg.Agent, Path: ev.Path,
-		Reader: Reader{PID: ev.PID, PPID: ev.PPID, Comm: ev.Comm, Exe: info.path, Argv: info.argv}}
-	f.Access = ev.Access
-	if w.outsiders != nil {
-		w.outsiders.Add(ev)
-		f.Session = w.outsiders.Meta().ID
+	if seen && info.exec != nil && w.outsiderExec[ev.PID] != info.exec.ExecID {
+		if len(w.outsiderExec) >= maxExecs {
+			clear(w.outsiderExec)
+		}
+		w.outsiderExec[ev.PID] = info.exec.ExecID
+		w.outsiders.bus.Publish(info.exec)
 	}
-	w.emitFinding(f)
+	if seen && info.exec != nil && info.exec.PID == ev.PID {
+		// The kernel names an untraced process's image by its start
+		// time (bpf/watch.h): the image that opened is the one exec'd.
+		ev.ExecID = info.exec.ExecID
+	}
+	w.outsiders.bus.Publish(ev)
 }

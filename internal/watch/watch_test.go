@@ -31,21 +31,21 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	for _, want := range []struct {
-		path, agent, sev string
-		dir              bool
+		path, agent string
+		dir         bool
 	}{
-		{".claude/.credentials.json", "claude-code", "high", false},
-		{".claude.json.backup.1", "claude-code", "high", false},
-		{".claude", "claude-code", "medium", true},
-		{".codex", "codex", "", true},
+		{".claude/.credentials.json", "claude-code", false},
+		{".claude.json.backup.1", "claude-code", false},
+		{".claude", "claude-code", true},
+		{".codex", "codex", true},
 	} {
 		tg, ok := byPath[filepath.Join(home, want.path)]
 		if !ok {
 			t.Errorf("%s not watched; targets %+v", want.path, ts)
 			continue
 		}
-		if tg.Agent != want.agent || tg.Dir != want.dir || want.sev != "" && tg.Severity != want.sev {
-			t.Errorf("%s = %+v, want agent %s dir %v severity %s", want.path, tg, want.agent, want.dir, want.sev)
+		if tg.Agent != want.agent || tg.Dir != want.dir {
+			t.Errorf("%s = %+v, want agent %s dir %v", want.path, tg, want.agent, want.dir)
 		}
 	}
 	if _, ok := byPath[filepath.Join(home, ".gemini")]; ok {

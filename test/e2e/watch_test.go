@@ -8,9 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/findings"
 
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/testenv"
@@ -21,14 +25,15 @@ import (
 // TestWatchRealAgent runs watch mode (in-process) while Claude Code runs
 // and reads its own store (and, from its Bash tool, the planted
 // credentials), and while cat, outside its tree, reads the planted
-// ~/.claude/.credentials.json: only cat is flagged, and Claude Code's tree
-// is a watch session.
+// ~/.claude/.credentials.json: cat's reads are flagged in the outsiders
+// session, the Bash tool's read in Claude Code's own watch session with its
+// tool call (the rule run applies), and nothing else at medium or above.
 func TestWatchRealAgent(t *testing.T) {
 	testenv.RequireRoot(t)
 	store := t.TempDir()
 	var (
 		creds    string
-		findings []watch.Finding
+		records  []findings.Record
 		catPIDs  []uint32
 		mu       sync.Mutex
 		stopCat  = make(chan struct{})
@@ -41,10 +46,10 @@ func TestWatchRealAgent(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			var f watch.Finding
+			var f findings.Record
 			if json.Unmarshal(sc.Bytes(), &f) == nil {
 				mu.Lock()
-				findings = append(findings, f)
+				records = append(records, f)
 				mu.Unlock()
 			}
 		}
@@ -96,19 +101,39 @@ func TestWatchRealAgent(t *testing.T) {
 	if len(catPIDs) == 0 {
 		t.Fatal("cat never ran")
 	}
-	flagged := 0
-	for _, f := range findings {
-		if !slices.Contains(catPIDs, f.Reader.PID) {
-			t.Errorf("finding for a reader that is not the outsider cat: %+v", f)
+	flagged, toolRead := 0, 0
+	var standing []findings.Record
+	for _, bySession := range findings.Standing(records) {
+		for _, f := range bySession {
+			standing = append(standing, f)
+		}
+	}
+	for _, f := range standing {
+		if detect.Severity(f.Severity).Rank() < detect.SeverityMedium.Rank() {
 			continue
 		}
-		if f.Rule != watch.Rule || f.Path != creds || f.Agent != "claude-code" {
-			t.Errorf("finding = %+v", f)
+		switch {
+		case f.Rule == "agent-config-read" && f.Process != nil && slices.Contains(catPIDs, f.Process.PID):
+			if !strings.Contains(f.Title, ".credentials.json") || f.ToolCallID != "" {
+				t.Errorf("outsider finding = %+v", f)
+			}
+			flagged++
+		case f.Rule == "agent-config-read" && f.ToolCallID != "" && f.Agent == "claude-code":
+			toolRead++
+		default:
+			t.Errorf("finding at medium or above that is neither an outsider's read nor the tool call's: %+v", f)
 		}
-		flagged++
 	}
 	if flagged == 0 {
 		t.Errorf("none of %d outsider cat reads flagged", len(catPIDs))
+	}
+	if toolRead == 0 {
+		t.Errorf("the Bash tool's read of the credentials is not flagged with its tool call")
+	}
+	if t.Failed() {
+		for _, f := range records {
+			t.Logf("stream: %s %s %s %s [%s] %s", f.Session, f.Type, f.Status, f.Severity, f.ToolCallID, f.Title)
+		}
 	}
 	metas, err := session.List(store)
 	if err != nil {
@@ -127,7 +152,7 @@ func TestWatchRealAgent(t *testing.T) {
 	for _, m := range metas {
 		t.Logf("session %s: %q, %d events", m.ID, m.Command, m.Events)
 	}
-	t.Logf("%d cat reads, %d findings, sessions %d (agent %d)", len(catPIDs), flagged, len(metas), agentSessions)
+	t.Logf("%d cat reads, %d outsider findings, %d tool-call findings, sessions %d (agent %d)", len(catPIDs), flagged, toolRead, len(metas), agentSessions)
 	if agentSessions != 1 {
 		t.Errorf("%d agent sessions, want 1", agentSessions)
 	}
