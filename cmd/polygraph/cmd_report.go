@@ -23,6 +23,7 @@ type reportOptions struct {
 	output     string
 	failOn     string
 	policy     string
+	json       bool
 }
 
 func init() { commands = append(commands, newReportCommand) }
@@ -51,6 +52,7 @@ recording; 1 on error; 2 on usage error.`,
 	}
 	cmd.Flags().StringVar(&opts.transcript, "transcript", analysis.TranscriptAuto, "transcript file, or auto, or none")
 	cmd.Flags().StringVar(&opts.format, "format", "text", orList(report.Formats()))
+	cmd.Flags().BoolVar(&opts.json, "json", false, "the same as --format json (docs/schema/report.v1.json)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
@@ -58,6 +60,12 @@ recording; 1 on error; 2 on usage error.`,
 }
 
 func runReport(ctx context.Context, opts *reportOptions, args []string, stdout io.Writer) error {
+	if opts.json {
+		if opts.format != "text" && opts.format != "json" {
+			return &usageError{fmt.Errorf("--json and --format %s ask for two formats", opts.format)}
+		}
+		opts.format = "json"
+	}
 	if err := checkReportFlags(opts.format, opts.failOn); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/schematest"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -83,5 +86,32 @@ func TestReportUsage(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%+v: %v, want a usage error", o, err)
 		}
+	}
+}
+
+// TestReportJSONFlag: --json is --format json, and the document is the
+// versioned contract (docs/schema/report.v1.json).
+func TestReportJSONFlag(t *testing.T) {
+	recordedSession(t)
+	var out bytes.Buffer
+	if err := runReport(context.Background(), &reportOptions{transcript: "none", format: "text", json: true}, []string{"last"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		SchemaVersion int `json:"schema_version"`
+		Findings      []struct {
+			Rule string `json:"rule"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("--json printed no JSON document: %v\n%s", err, out.String())
+	}
+	if doc.SchemaVersion != report.SchemaVersion || len(doc.Findings) == 0 {
+		t.Errorf("--json document: %+v", doc)
+	}
+	schematest.Validate(t, "../../docs/schema/report.v1.json", out.Bytes())
+	var ue *usageError
+	if err := runReport(context.Background(), &reportOptions{transcript: "none", format: "html", json: true}, []string{"last"}, &out); !errors.As(err, &ue) {
+		t.Errorf("--json with --format html: %v, want a usage error", err)
 	}
 }

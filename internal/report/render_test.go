@@ -208,7 +208,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := fullReport().WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `"command": "echo <b>hi</b>"`) || !strings.HasPrefix(b.String(), "{\n  \"session\": {\n    \"id\": \"s1\",") {
+	if !strings.Contains(b.String(), `"command": "echo <b>hi</b>"`) || !strings.HasPrefix(b.String(), "{\n  \"schema_version\": 1,\n  \"session\": {\n    \"id\": \"s1\",") {
 		t.Errorf("JSON is not indented, ordered or unescaped as expected:\n%.300s", b.String())
 	}
 	var doc struct {

@@ -23,6 +23,9 @@ import (
 // agent said and what the kernel saw, what nothing explains, and the
 // findings. Its JSON form is the --format json document.
 type Report struct {
+	// SchemaVersion is the version of this document's format
+	// (docs/schema/report.v1.json).
+	SchemaVersion  int                 `json:"schema_version"`
 	Session        *manifest.Meta      `json:"session,omitempty"`
 	Transcript     *TranscriptInfo     `json:"transcript,omitempty"`
 	KernelEvidence bool                `json:"kernel_evidence"`
@@ -79,6 +82,11 @@ type KernelView struct {
 	Integrity []ExecIntegrity `json:"integrity,omitempty"`
 }
 
+// SchemaVersion is the version of the report's JSON form: the
+// schema_version of every report and the version in its schema's name.
+// Within a version fields are only added.
+const SchemaVersion = 1
+
 // NoKernelNote is said when a report has a transcript but no session.
 const NoKernelNote = "no kernel evidence: this report shows only the agent's own account (record the agent with `polygraph run` to check it)"
 
@@ -87,7 +95,7 @@ const NoKernelNote = "no kernel evidence: this report shows only the agent's own
 // incomplete: no kernel evidence, no transcript, a session still being
 // recorded or not closed cleanly, lost events.
 func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
-	r := &Report{Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
+	r := &Report{SchemaVersion: SchemaVersion, Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
 		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}}
 	if r.Findings == nil {
 		r.Findings = []detect.Finding{}
