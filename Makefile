@@ -17,7 +17,7 @@ TESTENV := $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=$${POLYGRAPH_E2E:-1}
 test: agents vet
 	$(TESTENV) $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -timeout 30m -v ./test/e2e >$$log 2>&1; rc=$$?; \
-	grep -E '^(--- |ok|FAIL|PASS|matrix )|attribution [a-z]+: precision' $$log; \
+	grep -E '^(--- |ok|FAIL|PASS|matrix |live )|attribution [a-z]+: precision' $$log; \
 	[ $$rc = 0 ] || cat $$log; rm -f $$log; exit $$rc
 
 vet:

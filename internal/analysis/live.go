@@ -349,3 +349,15 @@ func CompareFindings(live, replay []detect.Finding) string {
 	}
 	return ""
 }
+
+// StreamKeys are the findings stream's keys of fs, one a finding in
+// order: what a reader of the stream matches a report's findings by.
+func StreamKeys(fs []detect.Finding) []string {
+	taken := map[string]findings.Record{}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = findingKey(f, taken)
+		taken[out[i]] = findings.Record{}
+	}
+	return out
+}

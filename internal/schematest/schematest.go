@@ -94,7 +94,7 @@ func Generate(v any, id, title, description string) []byte {
 
 // Check compares the committed schema at path with Generate's; update
 // rewrites it.
-func Check(t *testing.T, path string, generated []byte, update bool) {
+func Check(t testing.TB, path string, generated []byte, update bool) {
 	t.Helper()
 	if update {
 		if err := os.WriteFile(path, generated, 0o644); err != nil {
@@ -114,7 +114,7 @@ func Check(t *testing.T, path string, generated []byte, update bool) {
 }
 
 // Validate checks each JSON document in docs against the schema at path.
-func Validate(t *testing.T, path string, docs ...[]byte) {
+func Validate(t testing.TB, path string, docs ...[]byte) {
 	t.Helper()
 	c := sv.NewCompiler()
 	f, err := os.Open(path)

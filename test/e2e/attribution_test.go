@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
@@ -96,10 +97,11 @@ func TestAttribution(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			AgentPath(t, agent)
 			pghome := t.TempDir()
+			live, stream := liveFlags(pghome)
 			r := RunAgent(t, agent, attrScenario(),
 				WithFiles(attrFiles(agent)),
 				WithEnv("POLYGRAPH_HOME="+pghome),
-				WithWrapper(bin, "run", "--linger", "10s", "--"),
+				WithWrapper(append(append([]string{bin, "run", "--linger", "10s"}, live...), "--")...),
 				WithTimeout(150*time.Second))
 			defer func() {
 				if t.Failed() {
@@ -110,6 +112,11 @@ func TestAttribution(t *testing.T) {
 				t.Fatalf("%s under polygraph: exit %d, timed out %v", agent, r.ExitCode, r.TimedOut)
 			}
 
+			if path, err := session.Resolve(pghome, "last"); err == nil {
+				rep, err := analysis.Run(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
+				must(t, err)
+				checkLive(t, stream, rep)
+			}
 			events, meta := attrSession(t, pghome)
 			tr := attrTranscript(t, r)
 			res := correlate.Attribute(events, tr, meta, correlate.Options{})

@@ -171,11 +171,12 @@ func TestFindings(t *testing.T) {
 			t.Run(agent+"/"+sc.name, func(t *testing.T) {
 				AgentPath(t, agent)
 				pghome := t.TempDir()
+				live, stream := liveFlags(pghome)
 				before := puts.Load()
 				r := RunAgent(t, agent, fakellm.Scenario{Turns: sc.turns(env)},
 					WithFiles(sc.files),
 					WithEnv("POLYGRAPH_HOME="+pghome, "npm_config_update_notifier=false"),
-					WithWrapper(bin, "run", "--linger", "2s", "--"),
+					WithWrapper(append(append([]string{bin, "run", "--linger", "2s"}, live...), "--")...),
 					WithTimeout(150*time.Second))
 				defer func() {
 					if t.Failed() {
@@ -195,6 +196,7 @@ func TestFindings(t *testing.T) {
 				if rep.Transcript == nil {
 					t.Fatalf("no transcript discovered for the session (home %s)", r.Home)
 				}
+				checkLive(t, stream, rep)
 				var lines []string
 				found := map[string]detect.Finding{}
 				for _, f := range rep.Findings {

@@ -145,7 +145,8 @@ func (g *govFixture) runOne(t testing.TB, c govCase, acct *Account, token string
 		WithEnv("npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
 		WithTimeout(150 * time.Second),
 	}
-	wrapper := []string{g.bin, "run", "--linger", "2s", "--"}
+	live, _ := liveFlags(g.pghome)
+	wrapper := append(append([]string{g.bin, "run", "--linger", "2s"}, live...), "--")
 	switch c.env.work {
 	case "home":
 		work := filepath.Join(acct.Home, "work")

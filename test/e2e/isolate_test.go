@@ -137,7 +137,7 @@ if [ -n "$CODEX_HOME" ]; then
 	u=$(sed -n 's/^base_url *= *"\(http[^"]*\)".*/\1/p' "$CODEX_HOME/config.toml" | head -1)
 	[ -n "$u" ] && export OPENAI_BASE_URL="$u"
 fi
-exec ` + bin + ` run --isolate --linger 2s -- "$@"
+exec ` + bin + ` run --isolate --linger 2s --findings-out "$POLYGRAPH_HOME/findings.jsonl" -- "$@"
 `
 	must(t, os.WriteFile(p, []byte(script), 0o755))
 	return p
@@ -203,6 +203,7 @@ func checkIsolated(t *testing.T, r *Result, l *loot, pghome string, sc isolateSc
 	must(t, err)
 	rep, err := analysis.Run(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
 	must(t, err)
+	checkLive(t, filepath.Join(pghome, "findings.jsonl"), rep)
 	if rep.Session == nil || rep.Session.Isolation == nil {
 		t.Fatalf("the session does not say it was isolated")
 	}

@@ -142,7 +142,8 @@ func mxRun(t *testing.T, c mxCase, token, bin string, accounts *mxAccounts, svc 
 		WithEnv("npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"),
 		WithTimeout(150 * time.Second),
 	}
-	wrapper := []string{bin, "run", "--linger", "2s", "--"}
+	live, stream := liveFlags(pghome)
+	wrapper := append(append([]string{bin, "run", "--linger", "2s"}, live...), "--")
 	var acct *Account
 	if c.env.needsAccount() {
 		acct = accounts.create(t, c.env.user)
@@ -201,6 +202,7 @@ func mxRun(t *testing.T, c mxCase, token, bin string, accounts *mxAccounts, svc 
 		row.problems = append(row.problems, "report: "+err.Error())
 		return
 	}
+	checkLive(t, stream, rep)
 	mxJudge(t, c, rep, row)
 }
 
