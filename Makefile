@@ -39,10 +39,13 @@ demo: build
 bench:
 	$(SUDO) env "PATH=$$PATH" $(GO) run ./bench
 
-# Rebuild bpf/*.c into the committed objects (needs clang, llvm, libbpf-dev).
+# Rebuild the kind tables and bpf/*.c into the committed objects (needs clang, llvm, libbpf-dev).
+# The event kind tables (internal/event/kinds.tsv) come first: bpf/kinds.h
+# is an input of the BPF objects.
 generate:
-	$(GO) generate ./internal/sensor ./internal/guard
+	$(GO) generate ./internal/event ./internal/sensor ./internal/guard
 
 # CI: regenerating must change nothing.
 check-generate: generate
-	git diff --exit-code -- internal/sensor/ internal/guard/ || { echo "generated BPF objects are stale: run 'make generate' and commit"; exit 1; }
+	git diff --exit-code -- bpf/kinds.h internal/event/ internal/session/ internal/sensor/ internal/guard/ || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- bpf/kinds.h internal/event/ internal/session/ internal/sensor/ internal/guard/)" || { echo "generated files are not committed: run 'make generate' and commit"; exit 1; }

@@ -13,29 +13,9 @@
 #ifndef __POLYGRAPH_EVENTS_H
 #define __POLYGRAPH_EVENTS_H
 
-/* ev_kind is the first byte of every record. */
-enum ev_kind {
-	EV_EXEC = 1,
-	EV_FORK = 2,
-	EV_EXIT = 3,
-	EV_OPEN = 4,
-	EV_RENAME = 5,
-	EV_UNLINK = 6,
-	EV_MKDIR = 7,
-	EV_CHMOD = 8,
-	EV_LINK = 9,
-	EV_CONNECT = 10,
-	EV_BIND = 11,
-	EV_ACCEPT = 12,
-	EV_DNS = 13,
-	EV_SEND = 14,   /* struct ev_sock: first send to a peer named per message */
-	EV_INJECT = 15, /* struct ev_call */
-	EV_SIGNAL = 16, /* struct ev_call */
-	EV_BPF = 17,    /* struct ev_call */
-	EV_HANDLE = 18, /* struct ev_path: name_to_handle_at */
-	EV_PEER = 19,   /* struct ev_peer: an outside process opened the other end of the tree's FIFO */
-	EV_MEMREAD = 20, /* struct ev_call: a read of another process's memory or registers */
-};
+/* enum ev_kind, the first byte of every record, is generated from
+ * internal/event/kinds.tsv. */
+#include "kinds.h"
 
 /* Limits of the variable parts (documented in README, "What is recorded"). */
 #define ARGV_MAX 65535      /* bytes of argv, NULs included */

@@ -25,9 +25,8 @@
 
 /* ---- records (user space: internal/sensor/uring.go) ---- */
 
-/* EV_URING is the record kind of everything below; its twin field names
- * the kind of ev_path/ev_sock record the operation stands for. */
-#define EV_URING 60
+/* EV_URING (kinds.h) is the record kind of everything below; its twin
+ * field names the kind of ev_path/ev_sock record the operation stands for. */
 
 /* ev_uring.uflags */
 #define URF_NORESULT (1 << 0)   /* reported at submission: no result known */

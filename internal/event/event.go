@@ -11,60 +11,8 @@ import (
 // Kind names what happened. The values are the `kind` strings in DESIGN.md.
 type Kind string
 
-// The event kinds the sensor delivers.
-const (
-	KindExec    Kind = "exec"
-	KindFork    Kind = "fork"
-	KindExit    Kind = "exit"
-	KindOpen    Kind = "open"
-	KindRename  Kind = "rename"
-	KindUnlink  Kind = "unlink"
-	KindMkdir   Kind = "mkdir"
-	KindChmod   Kind = "chmod"
-	KindLink    Kind = "link"
-	KindConnect Kind = "connect"
-	KindBind    Kind = "bind"
-	KindAccept  Kind = "accept"
-	KindDNS     Kind = "dns"
-	KindNet     Kind = "net"
-	// KindSend is the first message a process sent to a destination it
-	// named per message (an unconnected UDP or raw socket); its bytes
-	// are in the process's net events.
-	KindSend Kind = "send"
-	// KindHandle is a name_to_handle_at: the path turned into a file
-	// handle, which open_by_handle_at (an open without a path) can
-	// open later, from any directory.
-	KindHandle Kind = "handle"
-	// KindInject is a write into another process: ptrace attach, seize or
-	// poke, process_vm_writev, or an open of /proc/PID/mem for writing.
-	KindInject Kind = "inject"
-	// KindMemRead is a read of another process's memory or registers:
-	// ptrace peek or get-registers, process_vm_readv, or an open of
-	// /proc/PID/mem for reading (the first per caller, target and
-	// request). Unlike an inject it does not bring the target into the
-	// tree.
-	KindMemRead Kind = "memread"
-	// KindPeer is a FIFO with a process of the tree on one end and one
-	// outside it on the other, as the last openers of each end: the event
-	// is the tree's opener's (PID, ExecID; at the time of the later of the
-	// two opens), Path and Object the FIFO, Access the outside process's
-	// end, and PeerPID, PeerExe the outside process (PeerInTree false).
-	KindPeer Kind = "peer"
-	// KindSignal is a signal the tree aimed at polygraph itself.
-	KindSignal Kind = "signal"
-	// KindBPF is a bpf(2) call.
-	KindBPF Kind = "bpf"
-	// KindUring is an io_uring operation without a syscall twin among
-	// the kinds above (read, write, send, socket, ...), or a ring's
-	// creation (RingOp "setup"); the twins (open, rename, unlink, mkdir,
-	// link, connect, accept) are events of their own kind with a Ring.
-	KindUring Kind = "uring"
-)
-
-// Kinds lists every kind in a stable order (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir,
-	KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle,
-	KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer}
+// The kind constants, Kinds and the field groups of each kind are
+// generated from kinds.tsv (kinds_gen.go).
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -327,21 +275,17 @@ func New(k Kind) *Event {
 // where they are missing, so they can be read and set. Decoders call it
 // once they know the kind.
 func (e *Event) Complete() {
-	switch e.Kind {
-	case KindExec, KindFork, KindExit:
-		if e.Process == nil {
-			e.Process = &Process{}
-		}
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindUring, KindPeer:
-		if e.Network == nil {
-			e.Network = &Network{}
-		}
-	case KindInject, KindSignal, KindBPF, KindMemRead:
-		if e.Call == nil {
-			e.Call = &Call{}
-		}
+	g := e.Kind.Groups()
+	if g&GroupProcess != 0 && e.Process == nil {
+		e.Process = &Process{}
 	}
-	if e.Kind == KindUring && e.Ring == nil {
+	if g&GroupNetwork != 0 && e.Network == nil {
+		e.Network = &Network{}
+	}
+	if g&GroupCall != 0 && e.Call == nil {
+		e.Call = &Call{}
+	}
+	if g&GroupRing != 0 && e.Ring == nil {
 		e.Ring = &Ring{Via: ViaRing}
 	}
 }

@@ -2,25 +2,34 @@ package event
 
 import "strings"
 
+// Group is a set of field groups a kind carries (kinds.tsv).
+type Group uint8
+
+// The field groups: GroupProcess, GroupNetwork, GroupCall and GroupRing
+// are the Event's embedded structs of those names; GroupFile marks the
+// file-system kinds, whose Path (and Path2 for rename and link) the sensor
+// resolved against the process's working directory or a descriptor.
+const (
+	GroupProcess Group = 1 << iota
+	GroupFile
+	GroupNetwork
+	GroupCall
+	GroupRing
+)
+
+// Groups returns the field groups k carries.
+func (k Kind) Groups() Group { return groups[k] }
+
 // IsFile reports whether k names a file-system event: one whose Path (and
 // Path2 for rename and link) the sensor resolved against the process's
 // working directory or a descriptor.
-func (k Kind) IsFile() bool {
-	switch k {
-	case KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink:
-		return true
-	}
-	return false
-}
+func (k Kind) IsFile() bool { return groups[k]&GroupFile != 0 }
 
 // IsNetwork reports whether k names a network event: one that carries a
-// Network.
+// Network (io_uring operations and FIFO peers, which carry one too, are
+// not network events).
 func (k Kind) IsNetwork() bool {
-	switch k {
-	case KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend:
-		return true
-	}
-	return false
+	return groups[k]&GroupNetwork != 0 && groups[k]&GroupRing == 0 && k != KindPeer
 }
 
 // linuxEEXIST is EEXIST as the events carry it, whatever the platform

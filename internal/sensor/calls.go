@@ -12,9 +12,6 @@ import (
 var callMethods = [...]string{1: "ptrace", 2: "process_vm_writev", 3: "proc_mem", 4: "kill", 5: "tkill", 6: "tgkill",
 	7: "pidfd_send_signal", 8: "bpf", 9: "process_vm_readv"}
 
-var callKinds = map[uint8]event.Kind{evInject: event.KindInject, evSignal: event.KindSignal, evBPF: event.KindBPF,
-	evMemRead: event.KindMemRead}
-
 // byHandleFlag marks, in an open record's flags, an open_by_handle_at
 // (BY_HANDLE in bpf/polygraph.bpf.c): no path was named.
 const byHandleFlag = 1 << 30
@@ -34,7 +31,7 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := d.base(&r.H, callKinds[r.H.Kind])
+	e := d.base(&r.H, recordKinds[r.H.Kind])
 	e.Result = d.i64.Ptr(r.Result)
 	c := e.Call
 	if int(r.Method) < len(callMethods) {

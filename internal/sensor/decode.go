@@ -14,29 +14,6 @@ import (
 	"github.com/polygraph/polygraph/internal/fdpath"
 )
 
-// Record kinds, the first byte of every ring buffer record.
-// Keep in sync with enum ev_kind in bpf/events.h.
-const (
-	evExec    = 1
-	evFork    = 2
-	evExit    = 3
-	evOpen    = 4
-	evRename  = 5
-	evUnlink  = 6
-	evMkdir   = 7
-	evChmod   = 8
-	evLink    = 9
-	evConnect = 10
-	evBind    = 11
-	evAccept  = 12
-	evDNS     = 13
-	evSend    = 14
-	evInject  = 15
-	evSignal  = 16
-	evBPF     = 17
-	evHandle  = 18
-)
-
 // Header flags and layout constants. Keep in sync with bpf/events.h and
 // DATA_OFF in bpf/polygraph.bpf.c.
 const (
@@ -281,12 +258,12 @@ func (d *Decoder) base(h *polygraphEvHeader, kind event.Kind) *event.Event {
 	e.TS, e.Kind = d.BootOffset.Add(time.Duration(h.Ts)), kind
 	e.PID, e.TID, e.PPID = h.Pid, h.Tid, h.Ppid
 	e.Comm = d.comm(h.Comm)
-	switch kind {
-	case event.KindExec, event.KindFork, event.KindExit:
+	switch g := kind.Groups(); {
+	case g&event.GroupProcess != 0:
 		e.Process = d.procSlab.New()
-	case event.KindConnect, event.KindBind, event.KindAccept, event.KindDNS, event.KindNet, event.KindSend, event.KindPeer:
+	case g&event.GroupNetwork != 0 && g&event.GroupRing == 0:
 		e.Network = d.netSlab.New()
-	case event.KindInject, event.KindSignal, event.KindBPF, event.KindMemRead:
+	case g&event.GroupCall != 0:
 		e.Call = &event.Call{}
 	}
 	p := d.procs[h.Pid]
@@ -428,11 +405,6 @@ func (d *Decoder) decodeExit(b []byte) (*event.Event, error) {
 	return e, nil
 }
 
-var pathKinds = [...]event.Kind{
-	evOpen: event.KindOpen, evRename: event.KindRename, evUnlink: event.KindUnlink,
-	evMkdir: event.KindMkdir, evChmod: event.KindChmod, evLink: event.KindLink, evHandle: event.KindHandle,
-}
-
 // Access classifies open flags: read, write, or both, plus create.
 func Access(flags uint32) string {
 	return accessNames[flags&oAccMode|(flags>>4)&4|(flags>>6)&8]
@@ -483,7 +455,7 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := pathKinds[r.H.Kind]
+	kind := recordKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
 	p1 := d.path(r.H.Pid, parts[0], parts[1])
 	byHandle := kind == event.KindOpen && r.Flags&byHandleFlag != 0

@@ -4,12 +4,6 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 )
 
-// Record kinds of the channels that cross the tree's edge (bpf/edge.h).
-const (
-	evPeer    = 19 // EV_PEER: an outside process on the other end of the tree's FIFO
-	evMemRead = 20 // EV_MEMREAD: a read of another process's memory (an ev_call)
-)
-
 // exe returns the executable of process pid where the decoder has a way
 // to ask (the live sensor reads /proc/PID/exe), else "".
 func (d *Decoder) exe(pid uint32) string {

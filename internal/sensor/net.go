@@ -18,9 +18,6 @@ const (
 	sfPeerTracked = 1 << 3
 )
 
-var sockKinds = map[uint8]event.Kind{evConnect: event.KindConnect, evBind: event.KindBind, evAccept: event.KindAccept,
-	evSend: event.KindSend}
-
 // sockaddr decodes a struct sockaddr as a process passes it.
 func sockaddr(b []byte) (family, addr string, port uint16) {
 	if len(b) < 2 {
@@ -62,7 +59,7 @@ func (d *Decoder) decodeSock(b []byte) (*event.Event, error) {
 		return nil, err
 	}
 	ab := ps[0]
-	kind := sockKinds[r.H.Kind]
+	kind := recordKinds[r.H.Kind]
 	e := d.base(&r.H, kind)
 	e.Network.Family, e.Network.Addr, e.Network.Port = sockaddr(ab)
 	e.Result = d.i64.Ptr(r.Result)

@@ -2,14 +2,12 @@ package sensor
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
 )
-
-// evUring is the kind byte of an io_uring record (EV_URING in bpf/uring.h).
-const evUring = 60
 
 // ev_uring.uflags (bpf/uring.h).
 const (
@@ -59,11 +57,9 @@ func itoa(n int) string {
 	}
 }
 
-// uringTwins maps the twin byte of a record to the event kind it reports.
-var uringTwins = map[uint8]event.Kind{
-	evOpen: event.KindOpen, evRename: event.KindRename, evUnlink: event.KindUnlink,
-	evMkdir: event.KindMkdir, evLink: event.KindLink, evConnect: event.KindConnect, evAccept: event.KindAccept,
-}
+// uringTwins are the record kinds an io_uring record's twin byte may
+// name: the syscalls whose events an operation reports as.
+var uringTwins = []uint8{evOpen, evRename, evUnlink, evMkdir, evLink, evConnect, evAccept}
 
 // decodeUring turns an io_uring record into the event of its syscall
 // twin's kind, marked with a Ring, or a KindUring event naming the
@@ -91,7 +87,7 @@ func (d *Decoder) decodeUring(b []byte) (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind, twin := uringTwins[r.Twin]
+	kind, twin := recordKinds[r.Twin], slices.Contains(uringTwins, r.Twin)
 	if !twin {
 		kind = event.KindUring
 	}

@@ -114,15 +114,6 @@ const (
 // lastField is the highest field number this reader knows.
 const lastField = fTargetInTree
 
-// kindCodes numbers the kinds for fKind. Like the field numbers, a code
-// is never reused or renumbered; new kinds take the next one.
-var kindCodes = map[event.Kind]uint64{
-	event.KindExec: 1, event.KindFork: 2, event.KindExit: 3, event.KindOpen: 4, event.KindRename: 5,
-	event.KindUnlink: 6, event.KindMkdir: 7, event.KindChmod: 8, event.KindLink: 9, event.KindConnect: 10,
-	event.KindBind: 11, event.KindAccept: 12, event.KindDNS: 13, event.KindNet: 14, event.KindSend: 15,
-	event.KindHandle: 16, event.KindInject: 17, event.KindSignal: 18, event.KindBPF: 19, event.KindUring: 20,
-	event.KindMemRead: 21, event.KindPeer: 22,
-}
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
