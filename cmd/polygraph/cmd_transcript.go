@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/accounts"
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/event"
 
 	"github.com/spf13/cobra"
 
@@ -244,8 +246,18 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 			return err
 		}
 		m := r.Meta()
+		// Where report looks: the HOMEs and location variables the
+		// session's execs recorded as well as its own home.
+		var execs []*event.Event
+		err = r.Events(session.Filter{Kinds: []event.Kind{event.KindExec}}, func(e *event.Event) error {
+			execs = append(execs, e)
+			return nil
+		})
 		_ = r.Close()
-		home, cwd, from, to, argv = m.Home, m.Cwd, m.StartedAt, m.EndedAt, m.Command
+		if err != nil {
+			return err
+		}
+		return printFound(stdout, opts.json, analysis.Discover(ctx, &m, execs), m.Home, m.Cwd, m.StartedAt, m.EndedAt)
 	case 0:
 		if opts.cwd == "" && opts.from == "" {
 			return &usageError{errors.New("--discover needs SESSION, or --cwd and --from")}
@@ -262,11 +274,16 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 			_, _, _, home = accounts.InvokingUser()
 		}
 	}
-	found, err := transcript.DiscoverCommand(ctx, argv, home, cwd, from, to)
+	found, err := transcript.DiscoverCommand(ctx, argv, home, nil, cwd, from, to)
 	if err != nil {
 		return err
 	}
-	if opts.json {
+	return printFound(stdout, opts.json, found, home, cwd, from, to)
+}
+
+// printFound lists discovered transcripts, as JSON lines or a table.
+func printFound(stdout io.Writer, asJSON bool, found []transcript.Found, home, cwd string, from, to time.Time) error {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		for _, f := range found {

@@ -416,3 +416,25 @@ func (l Location) Dirs(home string, getenv func(string) string) []string {
 	}
 	return out
 }
+
+// LocationVars are the environment variables the profiles' transcript
+// locations are rooted at ("$CODEX_HOME/sessions"): the sensor records
+// them with each exec (event.Process.Env), so discovery reads the values
+// the agent ran with, not polygraph's own.
+func LocationVars() []string {
+	var out []string
+	for _, p := range All() {
+		for _, l := range p.Transcripts {
+			for _, r := range l.Roots {
+				if name, ok := strings.CutPrefix(r, "$"); ok {
+					name, _, _ = strings.Cut(name, "/")
+					if !slices.Contains(out, name) {
+						out = append(out, name)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

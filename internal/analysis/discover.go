@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/manifest"
@@ -14,8 +15,8 @@ import (
 // discover finds the transcript the session's agent wrote (discoverPath)
 // and parses it with its subagents; nil when there is none or it cannot
 // be read.
-func discover(ctx context.Context, meta *manifest.Meta, homes []string) *transcript.Transcript {
-	path := discoverPath(ctx, meta, homes)
+func discover(ctx context.Context, meta *manifest.Meta, events []*event.Event) *transcript.Transcript {
+	path := discoverPath(ctx, meta, events)
 	if path == "" {
 		return nil
 	}
@@ -31,21 +32,8 @@ func discover(ctx context.Context, meta *manifest.Meta, homes []string) *transcr
 // profile says, below the session's home or another HOME the traced
 // processes ran with, or where the traced command told it to): the main
 // (non-subagent) file with the most overlap; "" for none.
-func discoverPath(ctx context.Context, meta *manifest.Meta, homes []string) string {
-	var found []transcript.Found
-	for _, home := range append([]string{meta.Home}, homes...) {
-		more, err := transcript.DiscoverCommand(ctx, meta.Command, home, meta.Cwd, meta.StartedAt, meta.EndedAt)
-		if err != nil {
-			slog.Debug("transcript discovery failed", "home", home, "error", err)
-			continue
-		}
-		for _, f := range more {
-			if !slices.ContainsFunc(found, func(g transcript.Found) bool { return g.Path == f.Path }) {
-				found = append(found, f)
-			}
-		}
-	}
-	slices.SortStableFunc(found, func(a, b transcript.Found) int { return a.FirstAt.Compare(b.FirstAt) })
+func discoverPath(ctx context.Context, meta *manifest.Meta, events []*event.Event) string {
+	found := Discover(ctx, meta, events)
 	found = slices.DeleteFunc(found, func(f transcript.Found) bool { return f.Subagent })
 	if len(found) == 0 {
 		return ""
@@ -60,6 +48,50 @@ func discoverPath(ctx context.Context, meta *manifest.Meta, homes []string) stri
 		}
 	}
 	return best.Path
+}
+
+// Discover lists the transcripts the session's agent may have written,
+// by first time: below the session's home and every HOME its execs ran
+// with, at locations rooted at the variables its execs recorded
+// (event.Process.Env; never polygraph's own environment, so every
+// reader of the session finds the same files), and where its command
+// told it to write.
+func Discover(ctx context.Context, meta *manifest.Meta, events []*event.Event) []transcript.Found {
+	getenv := execEnv(events)
+	var found []transcript.Found
+	for _, home := range append([]string{meta.Home}, execHomes(events, meta.Home)...) {
+		more, err := transcript.DiscoverCommand(ctx, meta.Command, home, getenv, meta.Cwd, meta.StartedAt, meta.EndedAt)
+		if err != nil {
+			slog.Debug("transcript discovery failed", "home", home, "error", err)
+			continue
+		}
+		for _, f := range more {
+			if !slices.ContainsFunc(found, func(g transcript.Found) bool { return g.Path == f.Path }) {
+				found = append(found, f)
+			}
+		}
+	}
+	slices.SortStableFunc(found, func(a, b transcript.Found) int { return a.FirstAt.Compare(b.FirstAt) })
+	return found
+}
+
+// execEnv resolves a variable as the session's execs recorded it (the
+// first exec that had it set), "" when none did.
+func execEnv(events []*event.Event) func(string) string {
+	vars := map[string]string{}
+	for _, e := range events {
+		if e.Kind != event.KindExec || e.Process == nil {
+			continue
+		}
+		for _, kv := range e.Process.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && v != "" {
+				if _, seen := vars[k]; !seen {
+					vars[k] = v
+				}
+			}
+		}
+	}
+	return func(name string) string { return vars[name] }
 }
 
 // execHomes are the HOMEs the session's exec events recorded other than

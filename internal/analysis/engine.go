@@ -190,10 +190,15 @@ type follower struct {
 	lastFind time.Time // the last discovery, while live
 }
 
-// rediscoverEvery is how often a live session looks for its transcript
-// again: until one is found, and after, since an agent may start another
-// file (a resumed or new conversation) that discovery would now prefer.
-const rediscoverEvery = time.Second
+// How often a live session looks for its transcript: often until one is
+// found (the agent writes it moments after it starts, and a finding
+// waits for it to name its call), then now and then, since an agent may
+// start another file (a resumed or new conversation) that discovery
+// would now prefer.
+const (
+	discoverEvery   = 100 * time.Millisecond
+	rediscoverEvery = time.Second
+)
 
 // poll reports whether the transcript must be read again: discovery,
 // at most every rediscoverEvery, found another file, or the file
@@ -203,9 +208,13 @@ func (f *follower) poll(ctx context.Context, meta *manifest.Meta, events []*even
 	case TranscriptNone:
 		return false
 	case TranscriptAuto:
-		if time.Since(f.lastFind) >= rediscoverEvery {
+		every := rediscoverEvery
+		if f.path == "" {
+			every = discoverEvery
+		}
+		if time.Since(f.lastFind) >= every {
 			f.lastFind = time.Now()
-			if p := discoverPath(ctx, meta, execHomes(events, meta.Home)); p != "" && p != f.path {
+			if p := discoverPath(ctx, meta, events); p != "" && p != f.path {
 				f.path, f.size, f.mtime = p, -1, time.Time{}
 				return true
 			}
@@ -231,7 +240,7 @@ func (f *follower) refresh(ctx context.Context, meta *manifest.Meta, events []*e
 	case f.opt == TranscriptNone:
 		return nil, nil
 	case final && f.opt == TranscriptAuto:
-		return discover(ctx, meta, execHomes(events, meta.Home)), nil
+		return discover(ctx, meta, events), nil
 	case final:
 		return transcript.ParseFileContext(ctx, f.opt, transcript.Options{})
 	}

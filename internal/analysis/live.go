@@ -21,7 +21,7 @@ import (
 // pipeline.Listener (and the exec checks' verdict sink) that feeds an
 // Engine and decides again whenever something new arrived (events, the
 // transcript, the session's loss counters), at most every MinInterval
-// and never more than a third of the time, so a long session's
+// and never more than a quarter of the time, so a long session's
 // decisions cost a bounded share of one core. Each decision goes to the
 // sinks with the findings it changed; Finish makes the last one.
 //
@@ -58,10 +58,15 @@ type LiveOptions struct {
 	MinInterval time.Duration
 }
 
-// DefaultMinInterval keeps a finding's latency (the event to the
-// finding in the stream) well under two seconds while the analysis of a
-// large session still gets a share of one core at most (see Live).
-const DefaultMinInterval = 250 * time.Millisecond
+// DefaultMinInterval keeps a finding's latency (the event, or the
+// transcript line naming its call, to the finding in the stream) to a few
+// hundred milliseconds; decisions that take longer space themselves out
+// (backoff), so the analysis of a large session gets a quarter of one
+// core at most (see Live).
+const DefaultMinInterval = 100 * time.Millisecond
+
+// backoff is how many times a decision's own duration the next one waits.
+const backoff = 3
 
 // Sink takes the live analysis's decisions: the analysis of the session
 // so far and the records of what changed in its findings (finding
@@ -113,7 +118,7 @@ func (l *Live) AddVerdict(v manifest.Verdict) {
 }
 
 // poll is how often the loop looks for something new.
-const poll = 50 * time.Millisecond
+const poll = 20 * time.Millisecond
 
 func (l *Live) loop(ctx context.Context) {
 	defer close(l.done)
@@ -155,7 +160,8 @@ func (l *Live) loop(ctx context.Context) {
 		}
 		l.emit(a, false)
 		took := time.Since(start)
-		l.next = time.Now().Add(max(l.o.MinInterval, 2*took))
+		l.next = time.Now().Add(max(l.o.MinInterval, backoff*took))
+		slog.Debug("live analysis: decided", "session", meta.ID, "events", len(v.events), "findings", len(a.Findings), "took", took)
 	}
 }
 

@@ -484,3 +484,12 @@ func (e *Event) RingBytes() uint64 {
 	}
 	return e.Ring.RingBytes
 }
+
+// Env is Process.Env, or its zero value when e has no Process.
+func (e *Event) Env() []string {
+	if e.Process == nil {
+		var zero []string
+		return zero
+	}
+	return e.Process.Env
+}

@@ -100,9 +100,15 @@ type Process struct {
 	// recorded it ("" otherwise): the home whose dotfiles the program and
 	// its subtree read as "~/", which need not be polygraph's own (env -i
 	// HOME=…, sudo -u, a CI runner).
-	Home   string  `json:"home,omitempty"`
-	UID    *uint32 `json:"uid,omitempty"`
-	SHA256 string  `json:"sha256,omitempty"`
+	Home string `json:"home,omitempty"`
+	// Env are the variables of the exec's environment that say where
+	// agents keep their files (agent.LocationVars: CODEX_HOME, ...), as
+	// NAME=value, read as HOME is: what transcript discovery follows, so
+	// a report made later, as another user or in another environment,
+	// finds what the agent wrote.
+	Env    []string `json:"env,omitempty"`
+	UID    *uint32  `json:"uid,omitempty"`
+	SHA256 string   `json:"sha256,omitempty"`
 	// ScriptSHA256 is the hash of the script an interpreter was asked to
 	// run (Script, or the file named in Argv: `python3 x.py`). Neither
 	// hash is recorded by the sensor: the session reader fills both from

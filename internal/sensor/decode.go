@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/fdpath"
 )
@@ -70,6 +71,10 @@ type Decoder struct {
 	// be polygraph's. The live sensor reads /proc (home_linux.go); a
 	// decoder of recorded bytes has none.
 	Home func(pid uint32) string
+	// EnvVar, when set, gives variable name of process pid's
+	// environment, for an exec whose record's copy of the environment
+	// was cut (as Home does for HOME): the live sensor reads /proc.
+	EnvVar func(pid uint32, name string) string
 	// Exe, when set, gives the executable of process pid, for the events
 	// naming a process the kernel could not walk the executable of (a
 	// memread's or inject's target, a FIFO's outside peer that exited).
@@ -355,7 +360,31 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 		home = d.Home(r.H.Pid)
 	}
 	e.Process.Home = home
+	e.Process.Env = d.locationEnv(eb, r.H.Pid)
 	return e, nil
+}
+
+// locationVars are the environment variables an exec records beside its
+// HOME: where the agents keep their transcripts (agent.LocationVars).
+var locationVars = agent.LocationVars()
+
+// locationEnv returns the locationVars set in env, the environment the
+// kernel copied at an exec, as NAME=value; a variable past the copy is
+// read with d.EnvVar (the copy was cut or failed).
+func (d *Decoder) locationEnv(env []byte, pid uint32) []string {
+	var out []string
+	cut := len(env) == 0 || len(env) >= envMax
+	for _, name := range locationVars {
+		v, found := envVar(env, name)
+		if !found && cut && d.EnvVar != nil {
+			v = d.EnvVar(pid, name)
+			found = v != ""
+		}
+		if found {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
 }
 
 func splitArgv(b []byte) []string {

@@ -85,3 +85,21 @@ func BenchmarkProcHome(b *testing.B) {
 		}
 	}
 }
+
+// TestLocationEnv: an exec records the agents' location variables it
+// had, from the kernel's copy of its environment, and asks /proc only for
+// a copy that was cut.
+func TestLocationEnv(t *testing.T) {
+	d := NewDecoder(time.Time{})
+	var asked []string
+	d.EnvVar = func(pid uint32, name string) string { asked = append(asked, name); return "/from/proc" }
+	got := d.locationEnv([]byte("PATH=/bin\x00CODEX_HOME=/srv/codex\x00HOME=/h\x00"), 1)
+	if want := []string{"CODEX_HOME=/srv/codex"}; fmt.Sprint(got) != fmt.Sprint(want) || len(asked) != 0 {
+		t.Errorf("locationEnv = %q (asked /proc for %q), want %q", got, asked, want)
+	}
+	cut := make([]byte, envMax)
+	copy(cut, "PATH=/bin\x00")
+	if got := d.locationEnv(cut, 1); len(got) == 0 || len(asked) == 0 {
+		t.Errorf("a cut copy: locationEnv = %q, /proc asked for %q", got, asked)
+	}
+}

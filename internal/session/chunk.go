@@ -109,11 +109,12 @@ const (
 	// more of the call group (event.Call): an inject's or memread's target
 	fTargetExe    protowire.Number = 68
 	fTargetInTree protowire.Number = 69 // varint 0 or 1, written whenever TargetInTree is set
+	// more of the process group: an exec's agent location variables
+	fEnv protowire.Number = 70 // repeated string NAME=value
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fTargetInTree
-
+const lastField = fEnv
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -206,6 +207,9 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str(fCwd, p.Cwd)
 		str(fScript, p.Script)
 		str(fHome, p.Home)
+		for _, v := range p.Env {
+			str1(fEnv, v)
+		}
 		if p.UID != nil {
 			buf = protowire.AppendVarint(protowire.AppendTag(buf, fUID, protowire.VarintType), uint64(*p.UID))
 		}
@@ -383,7 +387,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		if num > lastField || typ != protowire.VarintType && typ != protowire.BytesType {
 			continue // a field of a newer writer
 		}
-		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome || num == fScriptSHA256) && ev.Process == nil {
+		if (fArgv <= num && num <= fWriteBytes && num != fPathTruncated || num == fDeleted || num == fHome || num == fScriptSHA256 || num == fEnv) && ev.Process == nil {
 			ev.Process = d.in.process()
 		} else if (fFamily <= num && num <= fBytesRecv || fAddrUser <= num && num <= fPeerInTree) && ev.Network == nil {
 			ev.Network = d.in.network()
@@ -534,6 +538,8 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Process.Script = s
 	case fHome:
 		ev.Process.Home = s
+	case fEnv:
+		ev.Process.Env = append(ev.Process.Env, s)
 	case fSHA256:
 		ev.Process.SHA256 = s
 	case fScriptSHA256:
@@ -585,7 +591,7 @@ var stringFields = func() [lastField + 1]bool {
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
 		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp,
-		fTargetExe} {
+		fTargetExe, fEnv} {
 		m[f] = true
 	}
 	return m

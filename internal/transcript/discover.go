@@ -52,13 +52,19 @@ func Discover(home, cwd string, from, to time.Time) ([]Found, error) {
 
 // DiscoverContext is Discover, stopping with ctx's error once ctx is done.
 func DiscoverContext(ctx context.Context, home, cwd string, from, to time.Time) ([]Found, error) {
+	return discoverIn(ctx, home, nil, cwd, from, to)
+}
+
+// discoverIn is DiscoverContext with getenv resolving the locations'
+// "$VAR" roots (nil: polygraph's own environment).
+func discoverIn(ctx context.Context, home string, getenv func(string) string, cwd string, from, to time.Time) ([]Found, error) {
 	if home == "" {
 		return nil, errors.New("discover transcripts: no home directory")
 	}
 	var cands []candidate
 	for _, prof := range agent.All() {
 		for _, loc := range prof.Transcripts {
-			for _, p := range locate(home, loc) {
+			for _, p := range locate(home, getenv, loc) {
 				cands = append(cands, candidate{path: p, anyCwd: loc.AnyCwd})
 			}
 		}
@@ -120,9 +126,11 @@ func discoverFiles(ctx context.Context, cands []candidate, cwd string, from, to 
 // command line names itself: the files named by the OutputFlags of the
 // transcript locations of the agents argv runs (mini-swe-agent's
 // -o/--output FILE), relative to cwd. The command named them, so their
-// working directory is not asked.
-func DiscoverCommand(ctx context.Context, argv []string, home, cwd string, from, to time.Time) ([]Found, error) {
-	found, err := DiscoverContext(ctx, home, cwd, from, to)
+// working directory is not asked. getenv resolves the locations' "$VAR"
+// roots: the variables the agent ran with (event.Process.Env); nil reads
+// polygraph's own environment.
+func DiscoverCommand(ctx context.Context, argv []string, home string, getenv func(string) string, cwd string, from, to time.Time) ([]Found, error) {
+	found, err := discoverIn(ctx, home, getenv, cwd, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +160,9 @@ func DiscoverCommand(ctx context.Context, argv []string, home, cwd string, from,
 }
 
 // locate returns the files below loc's roots that its globs match.
-func locate(home string, loc agent.Location) []string {
+func locate(home string, getenv func(string) string, loc agent.Location) []string {
 	var out []string
-	for _, root := range loc.Dirs(home, nil) {
+	for _, root := range loc.Dirs(home, getenv) {
 		for _, g := range loc.Globs {
 			if name, ok := strings.CutPrefix(g, "**/"); ok {
 				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -161,16 +161,16 @@ func TestMiniDiscover(t *testing.T) {
 		t.Errorf("outside the window: %+v", found)
 	}
 	argv := []string{"/usr/bin/python3", "-m", "minisweagent.run.mini", "--yolo", "-o", "traj.json", "--task", "x"}
-	found, err = DiscoverCommand(context.Background(), argv, home, proj, from, to)
+	found, err = DiscoverCommand(context.Background(), argv, home, nil, proj, from, to)
 	must(err)
 	if len(found) != 2 || found[1].Path != filepath.Join(proj, "traj.json") && found[0].Path != filepath.Join(proj, "traj.json") {
 		t.Errorf("DiscoverCommand = %+v", found)
 	}
 	argv = []string{"/venv/bin/mini", "--output=" + filepath.Join(proj, "traj.json")}
-	if found, _ := DiscoverCommand(context.Background(), argv, home, "", from, to); len(found) != 2 {
+	if found, _ := DiscoverCommand(context.Background(), argv, home, nil, "", from, to); len(found) != 2 {
 		t.Errorf("DiscoverCommand(--output=) = %+v", found)
 	}
-	if found, _ := DiscoverCommand(context.Background(), []string{"cp", "-o", "traj.json"}, home, proj, from, to); len(found) != 1 {
+	if found, _ := DiscoverCommand(context.Background(), []string{"cp", "-o", "traj.json"}, home, nil, proj, from, to); len(found) != 1 {
 		t.Errorf("another program's -o was taken for a trajectory: %+v", found)
 	}
 }

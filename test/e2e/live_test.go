@@ -117,7 +117,18 @@ func checkLive(t testing.TB, path string, rep *report.Report) {
 	if len(problems) > 0 {
 		liveTotals.differ++
 		js, _ := json.MarshalIndent(standing, "", " ")
-		t.Errorf("live and replay differ for session %s:\n  %s\nstanding:\n%s", rep.Session.ID, joinLines(problems), js)
+		keep := ""
+		if os.Getenv("POLYGRAPH_E2E_KEEP") == "1" {
+			// The session and the stream, for a look with polygraph report.
+			keep = tempDir(t.(*testing.T), "polygraph-e2e-live-")
+			for _, f := range []string{rep.Session.Path, path} {
+				if b, err := os.ReadFile(f); err == nil {
+					os.WriteFile(filepath.Join(keep, filepath.Base(f)), b, 0o644)
+				}
+			}
+			keep = " (kept in " + keep + ")"
+		}
+		t.Errorf("live and replay differ for session %s%s:\n  %s\nstanding:\n%s", rep.Session.ID, keep, joinLines(problems), js)
 	}
 }
 
@@ -169,11 +180,41 @@ func TestLiveLatency(t *testing.T) {
 		pghome := t.TempDir()
 		live, stream := liveFlags(pghome)
 		type seen struct {
-			rec findings.Record
-			at  time.Time
+			rec   findings.Record
+			at    time.Time
+			first *findings.Record // the finding's first record, with or without its call
 		}
 		found := make(chan seen, 1)
 		stop := make(chan struct{})
+		// When the agent's transcript first names a tool call: the finding
+		// cannot carry the call's id before.
+		var trMu sync.Mutex
+		var agentHome string
+		var trAt time.Time
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				trMu.Lock()
+				h := agentHome
+				trMu.Unlock()
+				if h == "" {
+					continue
+				}
+				ms, _ := filepath.Glob(filepath.Join(h, ".claude", "projects", "*", "*.jsonl"))
+				for _, m := range ms {
+					if b, err := os.ReadFile(m); err == nil && bytes.Contains(b, []byte(`"tool_use"`)) {
+						trMu.Lock()
+						trAt = time.Now()
+						trMu.Unlock()
+						return
+					}
+				}
+			}
+		}()
 		go func() { // tail the stream until the finding with its call is there
 			for {
 				select {
@@ -186,18 +227,28 @@ func TestLiveLatency(t *testing.T) {
 					continue
 				}
 				recs, _ := findings.Read(bytes.NewReader(b))
+				var first *findings.Record
 				for _, r := range recs {
+					if r.Type == findings.TypeFinding && r.Rule == "sensitive-read" && first == nil {
+						first = &r
+					}
 					if r.Type == findings.TypeFinding && r.Rule == "sensitive-read" && r.ToolCallID != "" && r.EventTime != nil {
-						found <- seen{r, time.Now()}
+						found <- seen{r, time.Now(), first}
 						return
 					}
 				}
 			}
 		}()
-		r := RunAgent(t, Claude, fakellm.Scenario{Turns: []fakellm.Turn{
-			{Calls: []fakellm.Call{fakellm.Shell{Command: fmt.Sprintf("cat ~/.aws/credentials > /dev/null; sleep %d", int(sleep.Seconds()))}}},
-			{Text: "Checked."},
-		}},
+		r := RunAgent(t, Claude, fakellm.Scenario{},
+			WithScript(func(home, _ string) []fakellm.Turn {
+				trMu.Lock()
+				agentHome = home
+				trMu.Unlock()
+				return []fakellm.Turn{
+					{Calls: []fakellm.Call{fakellm.Shell{Command: fmt.Sprintf("cat ~/.aws/credentials > /dev/null; sleep %d", int(sleep.Seconds()))}}},
+					{Text: "Checked."},
+				}
+			}),
 			WithHomeFiles(map[string]string{".aws/credentials": "[default]\naws_access_key_id = AKIALATENCYTEST\n"}),
 			WithEnv("POLYGRAPH_HOME="+pghome),
 			WithWrapper(append(append([]string{bin, "run", "--linger", "0s"}, live...), "--")...),
@@ -217,8 +268,11 @@ func TestLiveLatency(t *testing.T) {
 		}
 		lat := s.rec.Time.Sub(*s.rec.EventTime)
 		lats = append(lats, lat)
-		t.Logf("run %d: sensitive-read on %s decided %v after the read, seen %v before the agent ended",
-			i, s.rec.ToolCallID, lat.Round(time.Millisecond), ended.Sub(s.at).Round(time.Millisecond))
+		trMu.Lock()
+		trLag := trAt.Sub(*s.rec.EventTime)
+		trMu.Unlock()
+		t.Logf("run %d: sensitive-read on %s decided %v after the read (its first record %v after; the transcript named the call %v after), seen %v before the agent ended",
+			i, s.rec.ToolCallID, lat.Round(time.Millisecond), s.first.Time.Sub(*s.first.EventTime).Round(time.Millisecond), trLag.Round(time.Millisecond), ended.Sub(s.at).Round(time.Millisecond))
 		if lat > 2*time.Second {
 			t.Errorf("run %d: the finding came %v after the read, want within 2s", i, lat)
 		}
