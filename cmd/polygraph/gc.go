@@ -60,3 +60,11 @@ func observeOnce(ctx context.Context, o analysis.Options) (*baseline.Sample, err
 	o.Loaded = capHeap
 	return analysis.Observe(ctx, o)
 }
+
+// analyzeOnce is analysis.Analyze with the collector tuned as
+// reportOnce's, for a verb that analyses sessions one after another.
+func analyzeOnce(ctx context.Context, o analysis.Options) (*analysis.Analysis, error) {
+	defer batchGC()()
+	o.Loaded = capHeap
+	return analysis.Analyze(ctx, o)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -43,6 +44,11 @@ type Config struct {
 	SpoolMax int64
 	// Version is polygraph's own, for service.version.
 	Version string
+	// Log gets a warning when the backend stops answering (once per
+	// outage) or refuses data, and a note when it answers again (nil:
+	// slog's default). A batch export that prints Stats at its end
+	// passes one that discards them.
+	Log *slog.Logger
 }
 
 // Defaults.
@@ -51,8 +57,12 @@ const (
 	defaultSpoolMax = 64 << 20
 )
 
-// ErrNoEndpoint is returned when no endpoint is configured.
-var ErrNoEndpoint = errors.New("no OTLP endpoint: give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+// ErrNoEndpoint is returned when no endpoint is configured, and
+// ErrBadEndpoint (wrapped) for one that is not an http(s) URL.
+var (
+	ErrNoEndpoint  = errors.New("no OTLP endpoint: give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+	ErrBadEndpoint = errors.New("not an http:// or https:// URL")
+)
 
 // FromEnv fills what c leaves unset from the OpenTelemetry exporter
 // environment: OTEL_EXPORTER_OTLP_ENDPOINT, _TRACES_ENDPOINT,
@@ -142,7 +152,7 @@ func (c *Config) urls() (traces, logs string, err error) {
 	for _, u := range []string{traces, logs} {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return "", "", fmt.Errorf("OTLP endpoint %q is not an http:// or https:// URL", u)
+			return "", "", fmt.Errorf("OTLP endpoint %q: %w", u, ErrBadEndpoint)
 		}
 	}
 	return traces, logs, nil

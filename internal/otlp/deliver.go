@@ -28,6 +28,7 @@ type deliverer struct {
 	sp  *spool
 	snd *sender
 	url string // named in what it logs
+	log *slog.Logger
 
 	wake chan struct{}
 	stop chan struct{}
@@ -42,8 +43,11 @@ type deliverer struct {
 	logged  map[int]bool
 }
 
-func newDeliverer(sp *spool, snd *sender, url string) *deliverer {
-	d := &deliverer{sp: sp, snd: snd, url: url, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+func newDeliverer(sp *spool, snd *sender, url string, log *slog.Logger) *deliverer {
+	if log == nil {
+		log = slog.Default()
+	}
+	d := &deliverer{sp: sp, snd: snd, url: url, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), logged: map[int]bool{}}
 	d.idle = sync.NewCond(&d.mu)
 	return d
@@ -161,7 +165,7 @@ func (d *deliverer) send(items []*item) error {
 			d.lastErr = errors.New("the backend rejected part of a request (partial success)")
 		}
 		if d.down {
-			slog.Info("otlp: backend answering again", "endpoint", d.url)
+			d.log.Info("otlp: backend answering again", "endpoint", d.url)
 			d.down = false
 		}
 	case errors.As(err, &se) && se.retry:
@@ -169,7 +173,7 @@ func (d *deliverer) send(items []*item) error {
 		d.lastErr = err
 		if !d.down {
 			// One line per outage, not one per attempt.
-			slog.Warn("otlp: backend not answering; data waits in the spool and is retried", "endpoint", d.url, "error", err)
+			d.log.Warn("otlp: backend not answering; data waits in the spool and is retried", "endpoint", d.url, "error", err)
 			d.down = true
 		}
 	default:
@@ -190,7 +194,7 @@ func (d *deliverer) send(items []*item) error {
 		}
 		if !d.logged[status] {
 			d.logged[status] = true
-			slog.Warn("otlp: backend refused data; dropped", "endpoint", d.url, "signal", sig.String(), "error", err)
+			d.log.Warn("otlp: backend refused data; dropped", "endpoint", d.url, "signal", sig.String(), "error", err)
 		}
 	}
 	return err

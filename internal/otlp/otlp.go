@@ -82,7 +82,7 @@ func New(cfg Config) (*Exporter, error) {
 	snd := &sender{client: client, traces: traces, logs: logs, headers: cfg.Headers, gzip: !cfg.NoGzip,
 		userAgent: "polygraph/" + firstNonEmpty(cfg.Version, "dev")}
 	x := &Exporter{cfg: cfg, traces: traces, sessions: map[string]*sessionState{}, sp: sp}
-	x.d = newDeliverer(sp, snd, traces)
+	x.d = newDeliverer(sp, snd, traces, cfg.Log)
 	go x.d.run()
 	if sp.adopted > 0 {
 		x.d.poke()
