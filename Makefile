@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/polygraph
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test demo bench generate check-generate vet agents
+.PHONY: build test demo bench generate check-generate vet agents tools
 
 build:
 	$(GO) build -o $(BIN) ./cmd/polygraph
@@ -29,6 +29,11 @@ MINI_SETUP := ../shared/agents/mini-swe-agent/setup.sh
 agents:
 	bash test/agents/install.sh
 	@if [ -f $(MINI_SETUP) ]; then $(SUDO) bash $(MINI_SETUP); else echo "no $(MINI_SETUP): the mini-swe-agent e2e tests will fail under POLYGRAPH_E2E=1" >&2; fi
+
+# The OpenTelemetry backends the export tests run against (Jaeger, a core
+# collector), built once into /var/cache/polygraph/tools (test/tools/build.sh).
+tools:
+	$(SUDO) env "PATH=$$PATH" bash test/tools/build.sh
 
 # The main job on the built-in demo workload.
 demo: build
