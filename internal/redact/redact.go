@@ -149,29 +149,58 @@ func Header(name, value string) string {
 
 // SecretName reports whether a variable, flag, parameter or header of
 // this name holds a secret: its last word (words split at _ - . : / and
-// lower-case to upper-case steps) is token, secret, password, passwd,
+// lower-case to upper-case steps) is token, secret(s), password, passwd,
 // passphrase, pass, pwd (not PWD alone), credential(s), auth, cookie,
 // apikey, or key after a word that makes it a credential (API_KEY,
 // SECRET_KEY, ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, --api-key; not
-// --sort-key, PUBLIC_KEY).
+// --sort-key, PUBLIC_KEY); and its first word does not make it a switch
+// (--no-auth, --ask-pass, ENABLE_AUTH).
 func SecretName(name string) bool {
-	w := nameWords(name)
-	if len(w) == 0 {
+	if !secretSuffix(name) {
+		return false // the last word, a suffix of the name, cannot be one
+	}
+	w := splitName(name)
+	if w.n == 0 {
 		return false
 	}
-	if len(w) > 1 && switchWord[w[0]] {
-		return false // --no-auth, --ask-pass, ENABLE_AUTH: a switch, not the secret
+	if w.n > 1 && switchWord[w.first] {
+		return false
 	}
-	last := w[len(w)-1]
-	switch last {
+	switch w.last {
 	case "token", "secret", "secrets", "password", "passwd", "passphrase",
 		"credential", "credentials", "auth", "cookie", "apikey", "accesstoken", "authtoken", "privatekey",
 		"secretkey", "accesskey", "clientsecret", "sessiontoken", "pass":
 		return true
 	case "pwd":
-		return len(w) > 1 && w[len(w)-2] != "old" // MYSQL_PWD, not PWD or OLDPWD
+		return w.n > 1 // MYSQL_PWD, not PWD
 	case "key":
-		return len(w) > 1 && !neutralKey[w[len(w)-2]]
+		return w.n > 1 && !neutralKey[w.prev]
+	}
+	return false
+}
+
+// secretEnds are the endings of every last word SecretName accepts.
+var secretEnds = []string{"token", "secret", "secrets", "password", "passwd", "passphrase", "credential", "credentials",
+	"auth", "cookie", "key", "pass", "pwd"}
+
+// secretSuffix reports whether name ends, in any case, with one of
+// secretEnds: a test that costs no allocation and rules out nearly every
+// name a shell script assigns.
+func secretSuffix(name string) bool {
+	var buf [16]byte
+	tail := name[max(0, len(name)-len(buf)):]
+	for i := 0; i < len(tail); i++ {
+		c := tail[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	low := buf[:len(tail)]
+	for _, e := range secretEnds {
+		if len(low) >= len(e) && string(low[len(low)-len(e):]) == e {
+			return true
+		}
 	}
 	return false
 }
@@ -200,38 +229,51 @@ var flagWord = map[string]bool{
 // passwordName reports whether name is a password's, whose value is
 // masked even when it looks like a path.
 func passwordName(name string) bool {
-	w := nameWords(name)
-	if len(w) == 0 {
-		return false
-	}
-	switch w[len(w)-1] {
+	switch splitName(name).last {
 	case "password", "passwd", "passphrase", "pass", "pwd":
 		return true
 	}
 	return false
 }
 
-// nameWords splits a name into lower-case words at _ - . : / and spaces
-// and where a lower-case letter is followed by an upper-case one
-// (authToken → auth, token), dropping empty words. The last words are
-// also joined where they spell a compound the vendors write as one word
-// (api + key → apikey stays "key" after "api", so both forms match).
-func nameWords(name string) []string {
-	var words []string
+// nameParts are the words of a name that SecretName weighs, lower-case:
+// the first, the one before the last, the last, and how many there are.
+type nameParts struct {
+	n                 int
+	first, prev, last string
+}
+
+// maxWord bounds the words SecretName compares: none it knows is longer,
+// so a longer word is kept as "" (matching nothing).
+const maxWord = 16
+
+// splitName splits a name into words at _ - . : / space $ { } and where a
+// lower-case letter is followed by an upper-case one (authToken → auth,
+// token). It is called for every '=' and ':' of every string redacted, so
+// it allocates only for a word with upper-case letters it must lower.
+func splitName(name string) nameParts {
+	var p nameParts
 	start := -1
-	flush := func(i int) {
-		if start >= 0 && i > start {
-			words = append(words, strings.ToLower(name[start:i]))
+	word := func(end int) {
+		if start < 0 || end <= start {
+			start = -1
+			return
 		}
+		w := lower(name[start:end])
+		p.n++
+		if p.n == 1 {
+			p.first = w
+		}
+		p.prev, p.last = p.last, w
 		start = -1
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		switch {
 		case c == '_' || c == '-' || c == '.' || c == ':' || c == '/' || c == ' ' || c == '$' || c == '{' || c == '}':
-			flush(i)
+			word(i)
 		case c >= 'A' && c <= 'Z' && i > 0 && name[i-1] >= 'a' && name[i-1] <= 'z':
-			flush(i)
+			word(i)
 			start = i
 		default:
 			if start < 0 {
@@ -239,8 +281,40 @@ func nameWords(name string) []string {
 			}
 		}
 	}
-	flush(len(name))
-	return words
+	word(len(name))
+	return p
+}
+
+// lower returns w in lower case, "" for a word longer than maxWord.
+func lower(w string) string {
+	if len(w) > maxWord {
+		return ""
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c >= 'A' && c <= 'Z' {
+			if s, ok := lowered[w]; ok {
+				return s
+			}
+			return strings.ToLower(w)
+		}
+	}
+	return w
+}
+
+// lowered holds the upper-case forms of the words SecretName knows, so
+// the environment's ANTHROPIC_API_KEY is lowered without allocating.
+var lowered = map[string]string{}
+
+func init() {
+	for _, w := range []string{"token", "secret", "secrets", "password", "passwd", "passphrase", "credential", "credentials",
+		"auth", "cookie", "apikey", "pass", "pwd", "key", "api", "access", "private", "client", "session", "old", "no",
+		"enable", "disable", "use", "with", "public", "sort", "id", "path", "file", "dir", "home", "url", "host", "port",
+		"user", "name", "mode", "level", "type", "config", "data", "cache", "socket", "sock", "bin", "lib", "tmp", "term", "lang"} {
+		lowered[strings.ToUpper(w)] = w
+		if len(w) > 1 {
+			lowered[strings.ToUpper(w[:1])+w[1:]] = w
+		}
+	}
 }
 
 // flagTakesSecret reports whether arg is a flag without a value whose

@@ -248,3 +248,16 @@ func TestStringFlagFirst(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestStringQuotedScript: a flag inside a quoted script counts.
+func TestStringQuotedScript(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`bash -c 'deploy --token abc123 --verbose'`, `bash -c 'deploy --token [REDACTED] --verbose'`},
+		{`eval "login --password 'p w' && ls"`, `eval "login --password '[REDACTED]' && ls"`},
+		{`sh -c "curl -u bob:pw https://x"`, `sh -c "curl -u bob:[REDACTED] https://x"`},
+	} {
+		if got := String(tc.in); got != tc.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}

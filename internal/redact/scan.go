@@ -376,47 +376,60 @@ func secretParam(name string, query bool) bool {
 
 // words masks the value after a flag that takes a secret as its next
 // word (--password X, --token "X"), and the password of curl's -u
-// user:password, in a command line given as one string.
+// user:password, in a command line given as one string. Quotes separate
+// words, so a flag inside a quoted script (bash -c '… --token X') counts;
+// a quoted value is taken whole.
 func (m *masker) words() {
 	s := m.s
-	if !strings.HasPrefix(s, "-") && !strings.Contains(s, " -") && !strings.Contains(s, "\n-") && !strings.Contains(s, "\t-") {
+	if !strings.HasPrefix(s, "-") && !strings.Contains(s, " -") && !strings.Contains(s, "\n-") && !strings.Contains(s, "\t-") &&
+		!strings.Contains(s, "'-") && !strings.Contains(s, "\"-") {
 		return // no flag
 	}
 	var prev string
-	curl := false
+	curl, tv := false, false // tv: the word after prev is a value to mask
 	for i := 0; i < len(s); {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n') {
+		for i < len(s) && wordSep[s[i]] && !(tv && (s[i] == '\'' || s[i] == '"')) {
 			i++
 		}
 		if i >= len(s) {
 			return
 		}
-		start := i
 		from, to, ok := quoted(s, i)
 		if ok {
 			i = min(to+1, len(s))
 		} else {
-			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' {
+			from = i
+			for i < len(s) && !wordSep[s[i]] {
 				i++
 			}
-			from, to = start, i
+			to = i
 		}
 		w := s[from:to]
 		if w == "curl" || strings.HasSuffix(w, "/curl") {
 			curl = true
 		}
-		switch {
-		case prev != "" && flagTakesSecret(prev) && !strings.HasPrefix(w, "-") && w != "" && !m.masked(from):
-			if !pathLike(w) || passwordName(flagName(prev)) {
+		if tv && !strings.HasPrefix(w, "-") && w != "" && !m.masked(from) {
+			if prev == "-u" || prev == "--user" || prev == "--proxy-user" {
+				if c := strings.IndexByte(w, ':'); c >= 0 && c < len(w)-1 {
+					m.add(from+c+1, to)
+				}
+			} else if !pathLike(w) || passwordName(flagName(prev)) {
 				m.add(from, to)
-			}
-		case curl && (prev == "-u" || prev == "--user" || prev == "--proxy-user"):
-			if c := strings.IndexByte(w, ':'); c >= 0 && c < len(w)-1 {
-				m.add(from+c+1, to)
 			}
 		}
 		prev = w
+		tv = w != "" && w[0] == '-' && takesValue(w, curl)
 	}
+}
+
+// wordSep are the bytes that separate the words of a command line for
+// the words pass: blanks, quotes, backquotes and semicolons.
+var wordSep = [256]bool{' ': true, '\t': true, '\n': true, '\'': true, '"': true, '`': true, ';': true}
+
+// takesValue reports whether the word after prev is a value the words
+// pass masks, which may then be quoted.
+func takesValue(prev string, curl bool) bool {
+	return flagTakesSecret(prev) || curl && (prev == "-u" || prev == "--user" || prev == "--proxy-user")
 }
 
 // urls masks the password of every URL's userinfo (scheme://user:pass@host),
