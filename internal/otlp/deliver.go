@@ -152,6 +152,7 @@ func (d *deliverer) send(items []*item) error {
 	var se *sendError
 	switch {
 	case err == nil:
+		d.stats.Bytes += int64(len(body))
 		delivered := 0
 		for _, it := range loaded {
 			if d.sp.contains(it) {
@@ -167,6 +168,7 @@ func (d *deliverer) send(items []*item) error {
 		if d.down {
 			d.log.Info("otlp: backend answering again", "endpoint", d.url)
 			d.down = false
+			d.sp.setDown(false)
 		}
 	case errors.As(err, &se) && se.retry:
 		d.stats.Retries++
@@ -175,6 +177,7 @@ func (d *deliverer) send(items []*item) error {
 			// One line per outage, not one per attempt.
 			d.log.Warn("otlp: backend not answering; data waits in the spool and is retried", "endpoint", d.url, "error", err)
 			d.down = true
+			d.sp.setDown(true)
 		}
 	default:
 		// Refused for good (a bad request, a wrong path, no permission):

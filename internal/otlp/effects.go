@@ -60,7 +60,7 @@ func (b *builder) placeEffects() {
 	if b.ats == nil {
 		return
 	}
-	root := b.out[RootSpanID(b.st.id)]
+	root := b.out[b.st.rootID]
 	for i, e := range b.evs {
 		if !effectKind(e.Kind) {
 			continue
@@ -72,7 +72,7 @@ func (b *builder) placeEffects() {
 		host := b.groupSpan(g)
 		if b.tree != nil {
 			if im := b.hostImage(b.tree.Image(e.ExecID)); im != nil && b.groups[im.Index] == g && !b.capped[im.Index] {
-				host = ExecSpanID(b.st.id, im.ID)
+				host = b.st.execID(im.ID)
 			}
 		}
 		o := b.out[host]

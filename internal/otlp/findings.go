@@ -31,17 +31,17 @@ func findingKey(f detect.Finding) string {
 // as a log record carrying the trace and that call's span, for the
 // pipelines that read logs.
 func (b *builder) findings() {
-	root := b.out[RootSpanID(b.st.id)]
+	root := b.out[b.st.rootID]
 	for _, f := range b.a.Findings {
 		key := findingKey(f)
 		if b.st.found[key] {
 			continue
 		}
 		var host *spanOut
-		ctx := RootSpanID(b.st.id)
+		ctx := b.st.rootID
 		after := false
 		if f.ToolCallID != "" && b.calls[f.ToolCallID] != nil {
-			ctx = CallSpanID(b.st.id, f.ToolCallID)
+			ctx = b.st.callID(f.ToolCallID)
 			host = b.out[ctx]
 			if host == nil {
 				if _, sent := b.st.sent[ctx]; !sent || root == nil {
@@ -151,7 +151,7 @@ func putIDs(m pcommon.Map, k string, vs []string) {
 // finish writes each span's effects, appends the spans in order (the
 // root last) and records them as sent.
 func (b *builder) finish() {
-	root := RootSpanID(b.st.id)
+	root := b.st.rootID
 	b.spans.EnsureCapacity(len(b.order))
 	for _, id := range b.order {
 		if id == root {

@@ -201,16 +201,14 @@ func (x *Exporter) Close(ctx context.Context) Stats {
 	x.mu.Unlock()
 	_ = x.d.flush(ctx)
 	x.d.close()
-	onDisk := x.sp.close()
-	t, l := x.sp.pending()
+	disk, lost := x.sp.close()
 	x.d.count(func(s *Stats) {
-		if onDisk {
-			s.Spans.Spooled, s.Logs.Spooled = t, l
+		s.Spans.Spooled, s.Logs.Spooled = disk[0], disk[1]
+		if disk != [2]int64{} {
 			s.SpoolDir = x.sp.root
-		} else {
-			s.Spans.Dropped += t
-			s.Logs.Dropped += l
 		}
+		s.Spans.Dropped += lost[0]
+		s.Logs.Dropped += lost[1]
 	})
 	return x.Stats()
 }

@@ -63,7 +63,7 @@ func metaVersion(a *analysis.Analysis) string {
 // rootSpan adds the invoke_agent span of the session, sent last, at the
 // end: the agent, the conversation, who ran it where, and the totals.
 func (b *builder) rootSpan() {
-	id := RootSpanID(b.st.id)
+	id := b.st.rootID
 	if b.sentOrSending(id) {
 		return
 	}
@@ -85,7 +85,7 @@ func (b *builder) rootSpan() {
 		putStr(m, attrUserName, meta.User)
 		m.PutStr(attrUserID, itoa(meta.UID))
 		putStr(m, attrCwd, meta.Cwd)
-		putStr(m, attrCmdLine, commandLine(meta.Command))
+		putClip(m, attrCmdLine, commandLine(meta.Command))
 		putID(m, attrIntegrity, firstNonEmpty(meta.Integrity, "unchecked"))
 		m.PutBool(attrCleanClose, meta.CleanClose)
 		m.PutInt(attrEventsTotal, int64(len(b.evs)))
@@ -144,6 +144,14 @@ func (b *builder) rootSpan() {
 func putStr(m pcommon.Map, k, v string) {
 	if v != "" {
 		m.PutStr(k, clip(redact.String(v)))
+	}
+}
+
+// putClip puts a string the redactor has been through already (an argv
+// joined after redact.Argv).
+func putClip(m pcommon.Map, k, v string) {
+	if v != "" {
+		m.PutStr(k, clip(v))
 	}
 }
 

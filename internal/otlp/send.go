@@ -39,6 +39,7 @@ type sender struct {
 	gzip        bool
 	userAgent   string
 	gzipScratch bytes.Buffer
+	zw          *gzip.Writer // reused: a new one allocates its tables
 }
 
 // sendError is a request that did not deliver its data.
@@ -69,9 +70,13 @@ func (s *sender) post(ctx context.Context, sig signal, body []byte) (wire int, r
 	payload := body
 	if s.gzip {
 		s.gzipScratch.Reset()
-		zw, _ := gzip.NewWriterLevel(&s.gzipScratch, gzip.BestSpeed)
-		zw.Write(body)
-		zw.Close()
+		if s.zw == nil {
+			s.zw, _ = gzip.NewWriterLevel(&s.gzipScratch, gzip.BestSpeed)
+		} else {
+			s.zw.Reset(&s.gzipScratch)
+		}
+		s.zw.Write(body)
+		s.zw.Close()
 		payload = s.gzipScratch.Bytes()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))

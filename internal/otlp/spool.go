@@ -11,10 +11,13 @@ import (
 	"time"
 )
 
-// spool holds the requests waiting to be sent, oldest first: on disk
-// when it has a directory (so they outlive the process), else in memory.
-// It is bounded by bytes: past the bound the oldest are dropped and
-// counted.
+// spool holds the requests waiting to be sent, oldest first. While the
+// backend answers they wait in memory (up to memSpool bytes), for the
+// milliseconds until they are sent; once it stops answering, or is too
+// slow to keep that short, they go to disk when the spool has a
+// directory, and so does whatever is left at close: what could not be
+// delivered outlives the process. It is bounded by bytes: past the bound
+// the oldest are dropped and counted.
 //
 // On disk, every exporter has its own directory under the spool's root,
 // <start>-<pid>, holding a lock file it keeps locked while it lives and
@@ -29,14 +32,20 @@ type spool struct {
 	mu      sync.Mutex
 	items   []*item
 	bytes   int64
+	mem     int64 // of bytes, those held in memory
+	down    bool  // the backend is not answering: write to disk at once
 	seq     uint64
 	dropped [2]int64 // items dropped for room, by signal (traces, logs)
 	adopted int      // requests taken over from earlier exporters
 }
 
+// memSpool bounds the bytes waiting in memory before they go to disk.
+const memSpool = 4 << 20
+
 // item is one spooled request.
 type item struct {
 	name string // the file, on disk
+	seq  uint64 // its place in the order, which its file name keeps
 	sig  signal
 	n    int // spans or log records
 	size int64
@@ -113,8 +122,9 @@ func (s *spool) adopt() {
 			if err != nil {
 				continue
 			}
-			it := &item{sig: sig, n: n, size: fi.Size()}
-			it.name = s.nextName(sig, n)
+			s.seq++
+			it := &item{sig: sig, n: n, size: fi.Size(), seq: s.seq}
+			it.name = it.fileName()
 			if os.Rename(filepath.Join(d, name), filepath.Join(s.dir, it.name)) != nil {
 				continue
 			}
@@ -128,11 +138,8 @@ func (s *spool) adopt() {
 	s.trim()
 }
 
-// nextName names the next request's file.
-func (s *spool) nextName(sig signal, n int) string {
-	s.seq++
-	return fmt.Sprintf("%012d-%c-%d.pb", s.seq, sig, n)
-}
+// fileName names the request's file.
+func (it *item) fileName() string { return fmt.Sprintf("%012d-%c-%d.pb", it.seq, it.sig, it.n) }
 
 // parseItemName reads a request file's signal and item count.
 func parseItemName(name string) (signal, int, bool) {
@@ -148,23 +155,50 @@ func parseItemName(name string) (signal, int, bool) {
 	return sig, n, true
 }
 
-// put adds a request of n items. A write that fails (a full disk) keeps
-// it in memory instead: the bound still holds.
+// put adds a request of n items: in memory while the backend answers
+// and there is room, else on disk. A write that fails (a full disk)
+// keeps it in memory instead: the bound still holds.
 func (s *spool) put(sig signal, n int, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it := &item{sig: sig, n: n, size: int64(len(data))}
-	if s.dir != "" {
-		it.name = s.nextName(sig, n)
-		if err := writeFileAtomic(filepath.Join(s.dir, it.name), data); err != nil {
-			it.name, it.data = "", data
-		}
-	} else {
-		it.data = data
-	}
+	s.seq++
+	it := &item{sig: sig, n: n, size: int64(len(data)), seq: s.seq, data: data}
+	s.mem += it.size
 	s.items = append(s.items, it)
 	s.bytes += it.size
+	if s.down || s.mem > memSpool {
+		s.spill()
+	}
 	s.trim()
+}
+
+// setDown says whether the backend answers; when it stops, what waits in
+// memory goes to disk.
+func (s *spool) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+	if down {
+		s.spill()
+	}
+}
+
+// spill writes the requests held in memory to disk, oldest first.
+func (s *spool) spill() {
+	if s.dir == "" {
+		return
+	}
+	for _, it := range s.items {
+		if it.data == nil {
+			continue
+		}
+		name := it.fileName()
+		if writeFileAtomic(filepath.Join(s.dir, name), it.data) != nil {
+			return // the disk is full or gone: they stay in memory
+		}
+		it.name, it.data = name, nil
+		s.mem -= it.size
+	}
 }
 
 // trim drops the oldest requests while the spool is over its bound,
@@ -209,10 +243,13 @@ func (s *spool) next(maxBytes int64) []*item {
 
 // load returns the bytes of a request.
 func (s *spool) load(it *item) ([]byte, error) {
-	if it.data != nil || it.name == "" {
-		return it.data, nil
+	s.mu.Lock()
+	data, name := it.data, it.name
+	s.mu.Unlock()
+	if data != nil || name == "" {
+		return data, nil
 	}
-	return os.ReadFile(filepath.Join(s.dir, it.name))
+	return os.ReadFile(filepath.Join(s.dir, name))
 }
 
 // done removes requests that were delivered (or refused for good). Those
@@ -249,7 +286,11 @@ func (s *spool) contains(it *item) bool {
 	return false
 }
 
+// remove forgets a request that left the spool.
 func (s *spool) remove(it *item) {
+	if it.data != nil {
+		s.mem -= it.size
+	}
 	if it.name != "" {
 		os.Remove(filepath.Join(s.dir, it.name))
 	}
@@ -269,27 +310,30 @@ func (s *spool) pending() (traces, logs int64) {
 	return traces, logs
 }
 
-// close releases the spool: an empty directory is removed; one with
-// requests stays, unlocked, for the next exporter to adopt.
-func (s *spool) close() (onDisk bool) {
+// close releases the spool, writing what waits in memory to disk: an
+// empty directory is removed; one with requests stays, unlocked, for the
+// next exporter to adopt. It returns the items left on disk (spooled)
+// and those it could not write (lost with the process), by signal.
+func (s *spool) close() (disk, lost [2]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dir == "" {
-		return false
-	}
-	onDisk = false
+	s.spill()
 	for _, it := range s.items {
 		if it.name != "" {
-			onDisk = true
+			disk[sigIndex(it.sig)] += int64(it.n)
+		} else {
+			lost[sigIndex(it.sig)] += int64(it.n)
 		}
 	}
-	if !onDisk {
-		os.RemoveAll(s.dir)
+	if s.dir != "" {
+		if disk == [2]int64{} {
+			os.RemoveAll(s.dir)
+		}
+		if s.lock != nil {
+			s.lock.Close()
+		}
 	}
-	if s.lock != nil {
-		s.lock.Close()
-	}
-	return onDisk
+	return disk, lost
 }
 
 // writeFileAtomic writes data to path through a temporary file, so a

@@ -16,8 +16,9 @@ type Stats struct {
 	// will be tried again (no answer, 429, 502, 503, 504).
 	Requests, Retries int64
 	// WireBytes is what the requests' bodies weighed on the wire
-	// (compressed).
-	WireBytes int64
+	// (compressed); Bytes what they weighed before compression (OTLP
+	// protobuf), for the requests the backend took.
+	WireBytes, Bytes int64
 	// Adopted counts the requests left in the spool by an earlier run
 	// that this exporter took over.
 	Adopted int

@@ -47,10 +47,36 @@ type state struct {
 	// built from: effects after that seq can no longer join it.
 	sent  map[pcommon.SpanID]uint64
 	found map[string]bool // findings sent, by findingKey
+
+	// The span ids, derived once: every update asks for them again.
+	rootID pcommon.SpanID
+	calls  map[string]pcommon.SpanID
+	execs  map[string]pcommon.SpanID
 }
 
 func newState(id string) *state {
-	return &state{id: id, trace: TraceID(id), sent: map[pcommon.SpanID]uint64{}, found: map[string]bool{}}
+	return &state{id: id, trace: TraceID(id), sent: map[pcommon.SpanID]uint64{}, found: map[string]bool{},
+		rootID: RootSpanID(id), calls: map[string]pcommon.SpanID{}, execs: map[string]pcommon.SpanID{}}
+}
+
+// callID is CallSpanID of the session.
+func (st *state) callID(toolCallID string) pcommon.SpanID {
+	id, ok := st.calls[toolCallID]
+	if !ok {
+		id = CallSpanID(st.id, toolCallID)
+		st.calls[toolCallID] = id
+	}
+	return id
+}
+
+// execID is ExecSpanID of the session.
+func (st *state) execID(execID string) pcommon.SpanID {
+	id, ok := st.execs[execID]
+	if !ok {
+		id = ExecSpanID(st.id, execID)
+		st.execs[execID] = id
+	}
+	return id
 }
 
 // payload is what one update sends: spans and log records, and how many.
@@ -242,9 +268,9 @@ func (b *builder) groupOf(i int) string {
 // span of the group is above it.
 func (b *builder) groupSpan(g string) pcommon.SpanID {
 	if g == rootGroup {
-		return RootSpanID(b.st.id)
+		return b.st.rootID
 	}
-	return CallSpanID(b.st.id, g)
+	return b.st.callID(g)
 }
 
 // settled reports whether a tool call is over as far as the export is
@@ -297,9 +323,9 @@ func (b *builder) callSpans() {
 	if b.a.Transcript == nil {
 		return
 	}
-	root := RootSpanID(b.st.id)
+	root := b.st.rootID
 	for _, tc := range b.a.Transcript.ToolCalls {
-		id := CallSpanID(b.st.id, tc.ID)
+		id := b.st.callID(tc.ID)
 		if b.sentOrSending(id) || !b.settled(tc) {
 			continue
 		}
@@ -499,7 +525,7 @@ func (b *builder) processSpans() {
 		if g == "" || b.capped[im.Index] {
 			continue
 		}
-		id := ExecSpanID(b.st.id, im.ID)
+		id := b.st.execID(im.ID)
 		if b.sentOrSending(id) {
 			continue
 		}
@@ -557,7 +583,7 @@ func (b *builder) parentSpan(im *lineage.Image, g string) pcommon.SpanID {
 				break
 			}
 			if !b.capped[p.Index] {
-				return ExecSpanID(b.st.id, p.ID)
+				return b.st.execID(p.ID)
 			}
 		}
 		p = p.Parent
@@ -585,7 +611,7 @@ func (b *builder) processSpan(im *lineage.Image, g string, id pcommon.SpanID) {
 	putInt(m, attrPPID, int64(x.PPID))
 	putStr(m, attrExePath, x.Path)
 	putStr(m, attrExeName, name)
-	putStr(m, attrCmdLine, commandLine(x.Argv()))
+	putClip(m, attrCmdLine, commandLine(x.Argv()))
 	putStr(m, attrCwd, x.Cwd())
 	if u := x.UID(); u != nil {
 		m.PutInt(attrProcUID, int64(*u))
