@@ -104,16 +104,21 @@ func (o *otlpOptions) start(quiet bool) (*otlp.Exporter, error) {
 	return x, err
 }
 
-// finish waits up to --otlp-wait for the backend to take what is left,
-// stops the exporter and prints the one line that says what happened.
-// It returns exit status 1 (having said why) when anything was dropped
-// or still waits in the spool.
-func (o *otlpOptions) finish(x *otlp.Exporter, w io.Writer) error {
+// stop waits up to --otlp-wait for the backend to take what is left,
+// stops the exporter and prints the one line that says what happened:
+// for run and watch, whose exit status is not the export's.
+func (o *otlpOptions) stop(x *otlp.Exporter, w io.Writer) otlp.Stats {
 	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
 	defer cancel()
 	st := x.Close(ctx)
 	fmt.Fprintln(w, st)
-	if !st.Delivered() {
+	return st
+}
+
+// finish is stop for export: exit status 1 (the line said why) when
+// anything was dropped or still waits in the spool.
+func (o *otlpOptions) finish(x *otlp.Exporter, w io.Writer) error {
+	if st := o.stop(x, w); !st.Delivered() {
 		return &exitError{code: exitFailure}
 	}
 	return nil

@@ -304,3 +304,39 @@ func TestIDs(t *testing.T) {
 		t.Errorf("zero span id")
 	}
 }
+
+// TestSplitTraces: a payload of many spans is cut into requests that keep
+// the resource, the scope and the order (the root last).
+func TestSplitTraces(t *testing.T) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(attrHostName, "h")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(scopeName)
+	n := 2*spansPerRequest + 7
+	for i := range n {
+		s := ss.Spans().AppendEmpty()
+		s.SetName(fmt.Sprint(i))
+	}
+	parts := splitTraces(td, n)
+	if len(parts) != 3 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	i := 0
+	for _, p := range parts {
+		r := p.ResourceSpans().At(0)
+		if h, _ := r.Resource().Attributes().Get(attrHostName); h.Str() != "h" || r.ScopeSpans().At(0).Scope().Name() != scopeName {
+			t.Errorf("part without the resource or scope")
+		}
+		spans := r.ScopeSpans().At(0).Spans()
+		for k := range spans.Len() {
+			if spans.At(k).Name() != fmt.Sprint(i) {
+				t.Fatalf("span %d is %s", i, spans.At(k).Name())
+			}
+			i++
+		}
+	}
+	if i != n {
+		t.Errorf("%d spans after the split, want %d", i, n)
+	}
+}
