@@ -340,3 +340,18 @@ func TestSplitTraces(t *testing.T) {
 		t.Errorf("%d spans after the split, want %d", i, n)
 	}
 }
+
+// TestBuildTranscriptOnly: a transcript without a recording still makes a
+// trace (the calls, no processes), named by the agent's session id.
+func TestBuildTranscriptOnly(t *testing.T) {
+	_, full := analyzed(t, "claude")
+	a := &analysis.Analysis{Transcript: full.Transcript}
+	id := sessionID(a)
+	if id == "" || id != full.Transcript.SessionID {
+		t.Fatalf("session id %q", id)
+	}
+	p := build(a, newState(id), true, resource(a, "test"))
+	if p.spans != len(full.Transcript.ToolCalls)+1 {
+		t.Errorf("%d spans for %d calls and the root", p.spans, len(full.Transcript.ToolCalls))
+	}
+}
