@@ -47,6 +47,7 @@ type reportFlags struct {
 	html        string
 	failOn      string
 	findingsOut string
+	otlp        otlpOptions
 }
 
 func addReportFlags(cmd *cobra.Command, f *reportFlags) {
@@ -55,6 +56,7 @@ func addReportFlags(cmd *cobra.Command, f *reportFlags) {
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as HTML to this file")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 	cmd.Flags().StringVar(&f.findingsOut, "findings-out", "", "judge the session while it runs and append each finding to this file as a JSON line the moment it is decided (- for stdout; docs/schema/findings.v1.json)")
+	addOTLPFlags(cmd.Flags(), &f.otlp, 10*time.Second)
 }
 
 func init() { commands = append(commands, newRunCommand) }
@@ -157,6 +159,9 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
 	}
 	home := ro.Home
+	// The live analysis runs when something takes its decisions: the
+	// findings stream, an OTLP backend.
+	var sinks []analysis.Sink
 	if rf.findingsOut != "" {
 		out, err := findings.Create(rf.findingsOut, stdout)
 		if err != nil {
@@ -167,8 +172,20 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 				fmt.Fprintf(stderr, "polygraph: findings stream %s: %v\n", rf.findingsOut, err)
 			}
 		}()
-		ro.Live = &analysis.LiveOptions{EngineOptions: analysis.EngineOptions{Policy: pol, Transcript: rf.transcript, Home: home},
-			Sinks: []analysis.Sink{analysis.StreamSink{W: out}}}
+		sinks = append(sinks, analysis.StreamSink{W: out})
+	}
+	if rf.otlp.enabled() {
+		x, err := rf.otlp.start(false)
+		if err != nil {
+			return err
+		}
+		// After the report: what the backend has not taken waits in the
+		// spool, and one line says so.
+		defer rf.otlp.stop(x, stderr)
+		sinks = append(sinks, x)
+	}
+	if len(sinks) > 0 {
+		ro.Live = &analysis.LiveOptions{EngineOptions: analysis.EngineOptions{Policy: pol, Transcript: rf.transcript, Home: home}, Sinks: sinks}
 	}
 	restoreGC := recordingGC()
 	res, err := record.Record(ctx, ro)

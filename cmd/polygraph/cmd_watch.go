@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ type watchOptions struct {
 	maxSize string
 	homes   []string
 	policy  string
+	otlp    otlpOptions
 }
 
 func init() { commands = append(commands, newWatchCommand) }
@@ -45,6 +47,7 @@ or past --max-size in total, are deleted at start and hourly. See docs/watch.md.
 	}
 	cmd.Flags().StringVar(&opts.out, "out", "", "append the findings stream to FILE instead of stdout (- for stdout)")
 	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
+	addOTLPFlags(cmd.Flags(), &opts.otlp, 10*time.Second)
 	cmd.Flags().StringVar(&opts.keep, "keep", "7d", "delete watch sessions older than this (0: keep)")
 	cmd.Flags().StringVar(&opts.maxSize, "max-size", "1G", "delete the oldest watch sessions past this total size (0: no cap)")
 	opts.addRingFlag(cmd)
@@ -82,7 +85,16 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	err = watch.Run(ctx, watch.Options{Home: home, Homes: opts.homes, Out: out, Policy: pol, Keep: keep, MaxSize: size, RingBytes: ring})
+	wo := watch.Options{Home: home, Homes: opts.homes, Out: out, Policy: pol, Keep: keep, MaxSize: size, RingBytes: ring}
+	if opts.otlp.enabled() {
+		x, err := opts.otlp.start(false)
+		if err != nil {
+			return err
+		}
+		defer opts.otlp.stop(x, os.Stderr)
+		wo.Sinks = append(wo.Sinks, x)
+	}
+	err = watch.Run(ctx, wo)
 	if err != nil {
 		return err
 	}

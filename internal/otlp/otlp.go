@@ -32,12 +32,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/findings"
 )
 
 // ErrNoSession is returned by Update for an analysis that names no
@@ -229,4 +231,13 @@ func (x *Exporter) Stats() Stats {
 	x.sp.mu.Unlock()
 	s.Endpoint = x.traces
 	return s
+}
+
+// Decided makes the exporter a sink of the live analysis
+// (analysis.Sink): each decision is an Update, the session's last one
+// final. It never waits on the network.
+func (x *Exporter) Decided(a *analysis.Analysis, _ []findings.Record, final bool) {
+	if err := x.Update(context.Background(), a, final); err != nil {
+		slog.Warn("otlp: a live decision could not be queued", "error", err)
+	}
 }

@@ -271,14 +271,25 @@ func (b *builder) groupSpan(g string) pcommon.SpanID {
 	return b.st.callID(g)
 }
 
+// settleGrace is how long after its result a call's span waits before it
+// leaves a live export: the decisions just after a result are the ones
+// that attribute the call's last events and findings (an agent that
+// rewrites its transcript after each step names the call and its result
+// at once), and a finding has to be on the span when it leaves.
+const settleGrace = 2 * time.Second
+
 // settled reports whether a tool call is over as far as the export is
-// concerned: its result came back (or it was refused) and the process it
-// started has exited. Its span then leaves with the next update.
+// concerned: its result came back (or it was refused) settleGrace ago and
+// the process it started has exited. Its span then leaves with the next
+// update.
 func (b *builder) settled(tc *transcript.ToolCall) bool {
 	if b.final {
 		return true
 	}
 	if tc.EndedAt.IsZero() && !tc.Rejected {
+		return false
+	}
+	if !tc.EndedAt.IsZero() && time.Since(tc.EndedAt) < settleGrace {
 		return false
 	}
 	if b.a.Attribution == nil {

@@ -33,9 +33,10 @@ const (
 var exportSentRE = regexp.MustCompile(`sent (\d+) spans? and (\d+) log records?`)
 
 // TestExportAgents runs each agent under `polygraph run`, its one tool
-// call reading a planted ~/.aws/credentials, exports the session with
-// `polygraph export` to a real Jaeger and reads it back through Jaeger's
-// query API: one trace with every span sent, the invoke_agent root,
+// call reading a planted ~/.aws/credentials, and sends the session to a
+// real Jaeger two ways: streamed live by `run --otlp` while the agent
+// runs, and exported afterwards with `polygraph export`. It reads each
+// back through Jaeger's query API: one trace with every span sent, the invoke_agent root,
 // execute_tool spans whose gen_ai.tool.call.id values are the
 // transcript's, the process that read the file under that call's span,
 // the sensitive-read finding on it, and no secret anywhere in what Jaeger
@@ -45,76 +46,90 @@ func TestExportAgents(t *testing.T) {
 	j := otelbackend.StartJaeger(t)
 	bin := attrPolygraph(t, t.TempDir())
 	for _, agent := range Agents {
-		t.Run(agent, func(t *testing.T) {
-			AgentPath(t, agent)
-			pghome := t.TempDir()
-			cmd := "GITHUB_TOKEN=" + exportGHToken + " cat ~/.aws/credentials | wc -l"
-			r := RunAgent(t, agent, fakellm.Scenario{Turns: []fakellm.Turn{
-				{Calls: []fakellm.Call{fakellm.Shell{Command: cmd}}},
-				{Text: "Counted the lines of the AWS profile."},
-			}},
-				WithHomeFiles(map[string]string{".aws/credentials": "[default]\naws_access_key_id = " + exportAWSID +
-					"\naws_secret_access_key = " + exportAWSSecret + "\n"}),
-				WithEnv("POLYGRAPH_HOME="+pghome, "ANTHROPIC_API_KEY="+exportAPIKey, "FAKE_LLM_API_KEY="+exportAPIKey,
-					"GEMINI_API_KEY="+exportAPIKey, "OPENAI_COMPAT_API_KEY="+exportAPIKey),
-				WithWrapper(bin, "run", "--linger", "2s", "--"),
-				WithTimeout(150*time.Second))
-			defer func() {
-				if t.Failed() {
-					r.Dump(t)
-				}
-			}()
-			if r.TimedOut || r.ExitCode != 0 {
-				t.Fatalf("%s under polygraph: exit %d, timed out %v", agent, r.ExitCode, r.TimedOut)
-			}
+		for _, mode := range []string{"export", "live"} {
+			t.Run(agent+"/"+mode, func(t *testing.T) { exportAgent(t, j, bin, agent, mode) })
+		}
+	}
+}
 
-			// What export will send, analysed here as export does.
-			path, err := session.Resolve(pghome, "last")
-			must(t, err)
-			a, err := analysis.Analyze(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
-			must(t, err)
-			if a.Transcript == nil || len(a.Transcript.ToolCalls) == 0 {
-				t.Fatalf("no transcript (or no tool call) found for the session")
-			}
-			var readCall string
-			for _, tc := range a.Transcript.ToolCalls {
-				if strings.Contains(tc.Command+strings.Join(tc.Argv, " "), ".aws/credentials") {
-					readCall = tc.ID
-				}
-			}
-			if readCall == "" {
-				t.Fatalf("no tool call of the transcript runs the command")
-			}
+// exportAgent is one run of TestExportAgents.
+func exportAgent(t *testing.T, j *otelbackend.Jaeger, bin, agent, mode string) {
+	AgentPath(t, agent)
+	pghome := t.TempDir()
+	wrapper := []string{bin, "run", "--linger", "2s", "--"}
+	if mode == "live" {
+		wrapper = []string{bin, "run", "--linger", "2s", "--otlp", j.OTLP, "--otlp-spool", "none", "--"}
+	}
+	cmd := "GITHUB_TOKEN=" + exportGHToken + " cat ~/.aws/credentials | wc -l"
+	r := RunAgent(t, agent, fakellm.Scenario{Turns: []fakellm.Turn{
+		{Calls: []fakellm.Call{fakellm.Shell{Command: cmd}}},
+		{Text: "Counted the lines of the AWS profile."},
+	}},
+		WithHomeFiles(map[string]string{".aws/credentials": "[default]\naws_access_key_id = " + exportAWSID +
+			"\naws_secret_access_key = " + exportAWSSecret + "\n"}),
+		WithEnv("POLYGRAPH_HOME="+pghome, "ANTHROPIC_API_KEY="+exportAPIKey, "FAKE_LLM_API_KEY="+exportAPIKey,
+			"GEMINI_API_KEY="+exportAPIKey, "OPENAI_COMPAT_API_KEY="+exportAPIKey),
+		WithWrapper(wrapper...),
+		WithTimeout(150*time.Second))
+	defer func() {
+		if t.Failed() {
+			r.Dump(t)
+		}
+	}()
+	if r.TimedOut || r.ExitCode != 0 {
+		t.Fatalf("%s under polygraph: exit %d, timed out %v", agent, r.ExitCode, r.TimedOut)
+	}
 
-			ex := exec.Command(bin, "export", "last", "--otlp", j.OTLP, "--otlp-spool", "none")
-			ex.Env = append(ex.Environ(), "POLYGRAPH_HOME="+pghome)
-			var out, errOut bytes.Buffer
-			ex.Stdout, ex.Stderr = &out, &errOut
-			if err := ex.Run(); err != nil {
-				t.Fatalf("polygraph export: %v\n%s%s", err, out.String(), errOut.String())
-			}
-			t.Logf("%s: %s", agent, strings.TrimSpace(out.String()))
-			m := exportSentRE.FindStringSubmatch(out.String())
-			if m == nil || !strings.Contains(out.String(), "nothing dropped") {
-				t.Fatalf("export said %q", out.String())
-			}
-			spans, _ := strconv.Atoi(m[1])
+	// What export will send, analysed here as export does.
+	path, err := session.Resolve(pghome, "last")
+	must(t, err)
+	a, err := analysis.Analyze(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
+	must(t, err)
+	if a.Transcript == nil || len(a.Transcript.ToolCalls) == 0 {
+		t.Fatalf("no transcript (or no tool call) found for the session")
+	}
+	var readCall string
+	for _, tc := range a.Transcript.ToolCalls {
+		if strings.Contains(tc.Command+strings.Join(tc.Argv, " "), ".aws/credentials") {
+			readCall = tc.ID
+		}
+	}
+	if readCall == "" {
+		t.Fatalf("no tool call of the transcript runs the command")
+	}
 
-			trace, raw := j.WaitTrace(t, otlp.TraceID(a.Meta.ID).String(), spans, 30*time.Second)
-			if len(trace.Spans) != spans {
-				t.Errorf("Jaeger holds %d spans of the trace, export sent %d", len(trace.Spans), spans)
-			}
-			checkExportTrace(t, a, trace, readCall)
-			for name, secret := range map[string]string{"AWS access key id": exportAWSID, "AWS secret key": exportAWSSecret,
-				"GitHub token": exportGHToken, "agent API key": exportAPIKey} {
-				if bytes.Contains(raw, []byte(secret)) {
-					t.Errorf("the %s is in Jaeger's copy of the trace", name)
-				}
-			}
-			if !bytes.Contains(raw, []byte("GITHUB_TOKEN=[REDACTED]")) {
-				t.Errorf("the command's token is not shown masked (was the command exported?)")
-			}
-		})
+	var out bytes.Buffer
+	if mode == "export" {
+		ex := exec.Command(bin, "export", "last", "--otlp", j.OTLP, "--otlp-spool", "none")
+		ex.Env = append(ex.Environ(), "POLYGRAPH_HOME="+pghome)
+		var errOut bytes.Buffer
+		ex.Stdout, ex.Stderr = &out, &errOut
+		if err := ex.Run(); err != nil {
+			t.Fatalf("polygraph export: %v\n%s%s", err, out.String(), errOut.String())
+		}
+	} else {
+		out.Write(r.Stderr) // run's line at its end
+	}
+	m := exportSentRE.FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "nothing dropped") {
+		t.Fatalf("%s said %q", mode, excerpt(out.String(), 2000))
+	}
+	t.Logf("%s %s: %s", agent, mode, m[0])
+	spans, _ := strconv.Atoi(m[1])
+
+	trace, raw := j.WaitTrace(t, otlp.TraceID(a.Meta.ID).String(), spans, 30*time.Second)
+	if len(trace.Spans) != spans {
+		t.Errorf("Jaeger holds %d spans of the trace, export sent %d", len(trace.Spans), spans)
+	}
+	checkExportTrace(t, a, trace, readCall)
+	for name, secret := range map[string]string{"AWS access key id": exportAWSID, "AWS secret key": exportAWSSecret,
+		"GitHub token": exportGHToken, "agent API key": exportAPIKey} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("the %s is in Jaeger's copy of the trace", name)
+		}
+	}
+	if !bytes.Contains(raw, []byte("GITHUB_TOKEN=[REDACTED]")) {
+		t.Errorf("the command's token is not shown masked (was the command exported?)")
 	}
 }
 
