@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 // rulesOptions are the flags of `polygraph rules`.
@@ -45,6 +46,8 @@ type ruleInfo struct {
 	ID         string            `json:"id"`
 	Summary    string            `json:"summary"`
 	Severity   detect.Severity   `json:"severity"`
+	Scope      detect.Scope      `json:"scope"`
+	Kinds      []event.Kind      `json:"kinds,omitempty"`
 	Frameworks detect.Frameworks `json:"frameworks"`
 	Escalated  detect.Frameworks `json:"escalated,omitzero"`
 	Escalation string            `json:"escalation,omitempty"`
@@ -62,7 +65,7 @@ func runRules(ctx context.Context, opts *rulesOptions, stdout io.Writer) error {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
 		for _, r := range rules {
-			if err := enc.Encode(ruleInfo{ID: r.ID, Summary: r.Summary, Severity: r.Severity, Frameworks: r.Frameworks,
+			if err := enc.Encode(ruleInfo{ID: r.ID, Summary: r.Summary, Severity: r.Severity, Scope: r.Scope, Kinds: r.Kinds, Frameworks: r.Frameworks,
 				Escalated: r.Escalated, Escalation: r.Escalation, Needs: r.Needs, Doc: ruleDoc(r.ID)}); err != nil {
 				return fmt.Errorf("write: %w", err)
 			}

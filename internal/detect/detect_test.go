@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -87,7 +88,9 @@ func runCases(t *testing.T, cases []ruleCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
 			tc.build(b)
-			fs := Run(b.input())
+			in := b.input()
+			fs := Run(in)
+			checkRuleKinds(t, in.Events, fs)
 			got := summary(fs)
 			slices.Sort(got)
 			want := slices.Clone(tc.want)
@@ -290,5 +293,45 @@ func BenchmarkRun(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		Run(in)
+	}
+}
+
+// checkRuleKinds holds every finding of a ScopeEvent rule to its rule's
+// declared Kinds: its evidence are events of those kinds (what the
+// declaration promises the live analysis and docs/rules.md).
+func checkRuleKinds(t *testing.T, evs []*event.Event, fs []Finding) {
+	t.Helper()
+	bySeq := map[uint64]*event.Event{}
+	for _, e := range evs {
+		bySeq[e.Seq] = e
+	}
+	for _, f := range fs {
+		r := registry[f.Rule]
+		if r == nil || r.Scope != ScopeEvent {
+			continue
+		}
+		for _, seq := range f.Evidence {
+			if e := bySeq[seq]; e != nil && !slices.Contains(r.Kinds, e.Kind) {
+				t.Errorf("%s finding %q stands on a %s event, not one of its kinds %v", f.Rule, f.Title, e.Kind, r.Kinds)
+			}
+		}
+	}
+}
+
+// TestRuleKinds: every rule says how it decides, and an event rule which
+// kinds it stands on.
+func TestRuleKinds(t *testing.T) {
+	for _, r := range rules() {
+		switch {
+		case r.Scope == ScopeEvent && len(r.Kinds) == 0:
+			t.Errorf("%s: an event rule with no kinds", r.ID)
+		case r.Scope != ScopeEvent && r.Scope != ScopeSession:
+			t.Errorf("%s: scope %q", r.ID, r.Scope)
+		}
+		for _, k := range r.Kinds {
+			if !event.ValidKind(string(k)) {
+				t.Errorf("%s: unknown kind %q", r.ID, k)
+			}
+		}
 	}
 }

@@ -178,3 +178,11 @@ func ParseHosts(data []byte) map[string]string {
 	}
 	return out
 }
+
+// offTree reports whether connect or net event x went to a peer outside
+// the traced tree, other than DNS: loopback counts (a local server the
+// tree does not run is as remote as any), the tree's own servers do not.
+func offTree(s *facts, x *event.Event) bool {
+	a, err := netip.ParseAddr(x.Addr())
+	return err == nil && !a.Unmap().IsUnspecified() && x.Port() != 53 && !s.internalLoopback(x)
+}

@@ -50,6 +50,8 @@ var (
 	setSensitive   = policyList((*policy.Policy).Sensitive)
 	setAgentConfig = policyList((*policy.Policy).AgentConfig)
 	setTamper      = policyList((*policy.Policy).Tamper)
+	setPersistence = policyList((*policy.Policy).Persistence)
+	setPrivilege   = policyList((*policy.Policy).Privilege)
 	setNoise       = newPathSet((*facts).noise)
 	setSystem      = newPathSet(func(_ *facts, p, _ string) bool { return systemRead(p) })
 )

@@ -3,11 +3,15 @@ package detect
 import (
 	"fmt"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 func init() {
 	register(&Rule{
 		ID:       "agent-config-read",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindOpen},
 		Summary:  "an AI agent's credentials or configuration were read by something other than that agent itself",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0083"},

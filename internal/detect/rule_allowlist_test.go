@@ -1,8 +1,9 @@
 package detect
 
 import (
-	"github.com/polygraph/polygraph/internal/policy"
 	"testing"
+
+	"github.com/polygraph/polygraph/internal/policy"
 )
 
 // allowlist is a policy as policy learn writes one.

@@ -7,6 +7,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "baseline-deviation",
+		Scope:    ScopeSession,
 		Summary:  "the session did something its agent's baseline has not seen, or far more of it (only with a baseline)",
 		Severity: SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"},

@@ -1,10 +1,15 @@
 package detect
 
-import "github.com/polygraph/polygraph/internal/integrity"
+import (
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
+)
 
 func init() {
 	register(&Rule{
 		ID:      integrity.RuleBinaryModified,
+		Scope:   ScopeEvent,
+		Kinds:   []event.Kind{event.KindExec},
 		Summary: "an executed binary or script differs from the hash a trusted source lists for it (pin file, dpkg, first seen on this host)",
 		// A first-seen mismatch is medium: an upgrade nobody told us
 		// about looks the same (integrity.Verdict.Finding).

@@ -9,6 +9,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "bpf-call",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindBPF},
 		Summary:    "a bpf(2) call from the traced tree: loading or attaching a program (high), any other command (medium)",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1562.006"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},

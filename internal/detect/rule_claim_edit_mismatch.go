@@ -14,6 +14,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "claim-edit-mismatch",
+		Scope:      ScopeSession,
 		Summary:    "the agent says it changed, created or deleted a file the kernel never saw touched; or files were written that nothing mentions",
 		Severity:   SeverityMedium,
 		Frameworks: Frameworks{OWASPLLM: []string{"LLM09"}, SAIF: []string{saifModelOutput}},

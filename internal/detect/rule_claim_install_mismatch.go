@@ -10,6 +10,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "claim-install-mismatch",
+		Scope:      ScopeSession,
 		Summary:    "the agent says it installed something but no package manager ran (or it failed); or a package manager reached hosts outside the configured registries",
 		Severity:   SeverityMedium,
 		Frameworks: Frameworks{OWASPLLM: []string{"LLM09"}, SAIF: []string{saifModelOutput}},

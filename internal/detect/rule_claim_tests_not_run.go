@@ -17,6 +17,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "claim-tests-not-run",
+		Scope:      ScopeSession,
 		Summary:    "the agent says tests ran or pass, but no test ran (runner, project test script or test files run), it ran implausibly briefly, or it failed",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{OWASPLLM: []string{"LLM09"}, SAIF: []string{saifModelOutput}},

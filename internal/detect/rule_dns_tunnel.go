@@ -11,6 +11,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "dns-tunnel",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindDNS},
 		Summary:  "DNS queries shaped like data: long or random-looking labels, or many unique names under one domain",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1071.004", "T1048"}, ATLAS: []string{"AML.T0086"},

@@ -11,6 +11,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "events-lost",
+		Scope:      ScopeSession,
 		Summary:    "the recording lost events (ring buffer, tracking, queue or store): the kernel's account is incomplete",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1562.006"}},

@@ -2,13 +2,16 @@ package detect
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 func init() {
 	register(&Rule{
 		ID:         "fileless-exec",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindExec},
 		Summary:    "a program executed from memory (memfd), /dev/shm, a /proc file descriptor or a deleted file",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1620"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
@@ -16,24 +19,6 @@ func init() {
 		Needs: []string{"remote-code-exec"},
 		check: filelessExec,
 	})
-}
-
-var reProcFD = regexp.MustCompile(`^/proc/(?:self|thread-self|\d+)/fd/`)
-
-// fileless reports whether an exec path is a program that has no file: a
-// memfd, shared memory, a file descriptor, or a deleted file.
-func fileless(p string) (string, bool) {
-	switch {
-	case strings.HasPrefix(p, "/memfd:"), strings.HasPrefix(p, "memfd:"):
-		return "a memfd (anonymous memory file)", true
-	case strings.HasPrefix(p, "/dev/shm/"):
-		return "shared memory (/dev/shm)", true
-	case strings.HasPrefix(p, "/proc/") && reProcFD.MatchString(p), strings.HasPrefix(p, "/dev/fd/"):
-		return "a file descriptor", true
-	case strings.HasSuffix(p, " (deleted)"):
-		return "a file deleted while it ran", true
-	}
-	return "", false
 }
 
 // filelessExec is the fileless-exec rule.

@@ -10,6 +10,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "framework-log-divergence",
+		Scope:    ScopeSession,
 		Summary:  "the agent framework's own log says a shell call was not executed, or gives it a return code, and the kernel saw otherwise",
 		Severity: SeverityInfo,
 		check:    frameworkLogDivergence,

@@ -8,6 +8,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "left-running",
+		Scope:      ScopeSession,
 		Summary:    "a process of the traced tree was still running when tracing stopped (after the command exited and --linger passed)",
 		Severity:   SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1543"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},

@@ -15,6 +15,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "mass-publish",
+		Scope:    ScopeSession,
 		Summary:  "repeated package publishes, many package artifacts built, or far more bytes sent to a registry than an install sends",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1195.002"}, OWASPLLM: []string{"LLM03", "LLM06"},
@@ -299,18 +300,4 @@ func publishSeverity(th policy.Thresholds, publishes, artifacts int, sent uint64
 		return SeverityLow, true
 	}
 	return "", false
-}
-
-// bytesize formats a byte count for people.
-func bytesize(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

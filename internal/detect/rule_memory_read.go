@@ -9,6 +9,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "memory-read",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindMemRead},
 		Summary:    "a read of another process's memory or registers (ptrace peeks, process_vm_readv, /proc/PID/mem): outside the tree high, of a credential holder critical, inside the tree low",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1003"}, OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},

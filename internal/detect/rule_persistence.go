@@ -11,6 +11,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "persistence",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink, event.KindExec},
 		Summary:  "something was planted to run again later: SSH keys, shell rc files, cron, systemd units, git hooks, the dynamic linker's preload, autostart",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{
@@ -19,8 +21,6 @@ func init() {
 		check: persistence,
 	})
 }
-
-var setPersistence = policyList((*policy.Policy).Persistence)
 
 // persistence is the persistence rule: changes to the persistence paths,
 // and the commands that install cron jobs, services or git settings that

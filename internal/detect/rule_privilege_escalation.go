@@ -11,6 +11,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "privilege-escalation",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink, event.KindExec},
 		Summary:  "who may do what was changed: sudoers, accounts and groups, PAM, setuid or setgid bits, file capabilities",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1548.001", "T1548.003", "T1136", "T1098"},
@@ -18,8 +20,6 @@ func init() {
 		check: privilegeEscalation,
 	})
 }
-
-var setPrivilege = policyList((*policy.Policy).Privilege)
 
 // Mode bits that make a program run as its owner or group.
 const modeSetuid, modeSetgid = 0o4000, 0o2000

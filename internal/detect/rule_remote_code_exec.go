@@ -2,7 +2,6 @@ package detect
 
 import (
 	"fmt"
-	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -14,6 +13,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "remote-code-exec",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindExec, event.KindOpen, event.KindRename, event.KindLink, event.KindConnect, event.KindNet, event.KindDNS, event.KindSend},
 		Summary:  "content fetched from the network was executed: a downloaded file run, or a download piped into an interpreter",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1105", "T1059"}, ATLAS: []string{"AML.T0053"},
@@ -191,24 +192,4 @@ func (s *facts) fetched(id string) ([]uint64, bool) {
 		return connects, true
 	}
 	return nil, false
-}
-
-// offTree reports whether connect or net event x went to a peer outside
-// the traced tree, other than DNS: loopback counts (a local server the
-// tree does not run is as remote as any), the tree's own servers do not.
-func offTree(s *facts, x *event.Event) bool {
-	a, err := netip.ParseAddr(x.Addr())
-	return err == nil && !a.Unmap().IsUnspecified() && x.Port() != 53 && !s.internalLoopback(x)
-}
-
-// supersededExecs are the execs remote-code-exec's findings are about:
-// the rules it supersedes skip them.
-func supersededExecs(needs map[string][]Finding) map[uint64]bool {
-	out := map[uint64]bool{}
-	for _, f := range needs["remote-code-exec"] {
-		for _, seq := range f.execs {
-			out[seq] = true
-		}
-	}
-	return out
 }

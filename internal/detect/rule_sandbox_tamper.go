@@ -1,10 +1,16 @@
 package detect
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/polygraph/polygraph/internal/event"
+)
 
 func init() {
 	register(&Rule{
 		ID:       "sandbox-tamper",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink},
 		Summary:  "a write to an agent's safety settings (Claude Code settings, Codex config.toml, Gemini CLI settings)",
 		Severity: SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1562"}, ATLAS: []string{"AML.T0081"},

@@ -3,11 +3,15 @@ package detect
 import (
 	"fmt"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindOpen},
 		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},

@@ -9,6 +9,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "sensor-tamper",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindSignal},
 		Summary:    "a signal aimed at polygraph itself from the traced tree (kill, tkill, tgkill, pidfd_send_signal; its process group: medium)",
 		Severity:   SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1562.001"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},

@@ -10,6 +10,7 @@ import (
 func init() {
 	register(&Rule{
 		ID:       "unattributed-activity",
+		Scope:    ScopeSession,
 		Summary:  "activity no tool call explains, or a call's process still acting after the call returned",
 		Severity: SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"},

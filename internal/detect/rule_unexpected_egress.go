@@ -14,6 +14,8 @@ import (
 func init() {
 	register(&Rule{
 		ID:         "unexpected-egress",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindConnect, event.KindSend, event.KindDNS, event.KindNet, event.KindUring},
 		Summary:    "a connection to a destination outside the egress allowlist",
 		Severity:   SeverityMedium,
 		Frameworks: Frameworks{OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
@@ -213,25 +215,6 @@ func bytesSentAfter(s *run, from uint64, ok bool) map[pidPeer]uint64 {
 		}
 	}
 	return out
-}
-
-// firstSecretRead returns the seq of the first read that made a finding
-// of medium severity or more among the findings needs (those of
-// sensitive-read and agent-config-read, as found, before any severity
-// override); ok is false when there is none. A finding's evidence starts
-// with its first read.
-func firstSecretRead(needs map[string][]Finding) (seq uint64, ok bool) {
-	for _, fs := range needs {
-		for _, f := range fs {
-			if f.Severity.Rank() < SeverityMedium.Rank() || len(f.Evidence) == 0 {
-				continue
-			}
-			if !ok || f.Evidence[0] < seq {
-				seq, ok = f.Evidence[0], true
-			}
-		}
-	}
-	return seq, ok
 }
 
 // declaredFetch reports whether tool call id (of calls) is a fetch whose

@@ -2,11 +2,15 @@ package detect
 
 import (
 	"fmt"
+
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 func init() {
 	register(&Rule{
 		ID:         "unexpected-path",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink},
 		Summary:    "a file outside the policy's allowed_paths was read or written (only when the policy sets that list)",
 		Severity:   SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1005"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/polygraph/polygraph/internal/event"
+
 	"github.com/polygraph/polygraph/internal/policy"
 )
 
 func init() {
 	register(&Rule{
 		ID:         "unexpected-program",
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindExec},
 		Summary:    "a program outside the policy's allowed_programs ran (only when the policy sets that list)",
 		Severity:   SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"}, OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},

@@ -1,10 +1,15 @@
 package detect
 
-import "github.com/polygraph/polygraph/internal/integrity"
+import (
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/integrity"
+)
 
 func init() {
 	register(&Rule{
 		ID:         integrity.RuleUntrustedBinary,
+		Scope:      ScopeEvent,
+		Kinds:      []event.Kind{event.KindExec},
 		Summary:    "an executable no trusted source knows ran from the workspace, a temp or downloads directory, or in front of a program of the same name on PATH",
 		Severity:   SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1204.002"}, ATLAS: []string{"AML.T0010"}, OWASPLLM: []string{"LLM03"}, SAIF: []string{saifComponent}},

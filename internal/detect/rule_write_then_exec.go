@@ -7,12 +7,13 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
-	"github.com/polygraph/polygraph/internal/policy"
 )
 
 func init() {
 	register(&Rule{
 		ID:       "write-then-exec",
+		Scope:    ScopeEvent,
+		Kinds:    []event.Kind{event.KindExec, event.KindOpen, event.KindRename, event.KindLink, event.KindConnect, event.KindNet},
 		Summary:  "a file written during the session was then executed",
 		Severity: SeverityLow,
 		Frameworks: Frameworks{ATTACK: []string{"T1059"}, ATLAS: []string{"AML.T0053"},
@@ -56,26 +57,6 @@ func writeThenExec(s *run) []Finding {
 		out = append(out, writtenExecuted(s, w, e, target, viaInterp))
 	}
 	return out
-}
-
-// execTarget returns what exec e ran: the program itself, or the script an
-// interpreter runs (viaInterp) when that was written. The kernel reports
-// a #! script's exec as its interpreter with the script as argv[1].
-func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target string, viaInterp bool) {
-	target = e.Path
-	if e.Script() != "" && lastWrite(e.Script()) != nil {
-		// The sensor names the script a #! interpreter runs.
-		return e.Script(), true
-	}
-	if lastWrite(target) == nil {
-		if sa := policy.ScriptArg(e.Argv()); sa != "" {
-			if !path.IsAbs(sa) {
-				sa = path.Join(e.Cwd(), sa)
-			}
-			return path.Clean(sa), true
-		}
-	}
-	return target, false
 }
 
 // writtenExecuted is the finding on target, written by w and executed by

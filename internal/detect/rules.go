@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/event"
+
 	"github.com/polygraph/polygraph/internal/policy"
 )
 
@@ -20,6 +22,17 @@ type Rule struct {
 	Summary string
 	// Severity is the default severity of its typical finding.
 	Severity Severity
+	// Scope says how the rule decides: ScopeEvent rules find what events
+	// of their Kinds did (each finding's evidence is such events, and the
+	// live analysis decides it as soon as they arrive); ScopeSession rules
+	// judge the session as a whole (claims against what the kernel saw,
+	// the tree's totals, what was lost or left running), decided again as
+	// the session and its transcript grow.
+	Scope Scope
+	// Kinds are the event kinds whose events a ScopeEvent rule's findings
+	// stand on (TestRuleKinds checks every finding's evidence against
+	// them). Every rule also reads the process tree.
+	Kinds []event.Kind
 	// Frameworks apply to every finding of the rule.
 	Frameworks Frameworks
 	// Escalated are added when the rule's escalation holds (Escalation
@@ -36,6 +49,15 @@ type Rule struct {
 	check func(s *run) []Finding
 }
 
+// Scope is how a rule decides (Rule.Scope).
+type Scope string
+
+// The scopes.
+const (
+	ScopeEvent   Scope = "event"
+	ScopeSession Scope = "session"
+)
+
 // registry holds every rule by id.
 var registry = map[string]*Rule{}
 
@@ -44,7 +66,8 @@ var registry = map[string]*Rule{}
 // known default severity, or registered twice, is a programming error
 // the first test run catches.
 func register(r *Rule) {
-	if r.ID == "" || r.check == nil || r.Severity.Rank() < 0 || registry[r.ID] != nil {
+	if r.ID == "" || r.check == nil || r.Severity.Rank() < 0 || registry[r.ID] != nil ||
+		r.Scope != ScopeEvent && r.Scope != ScopeSession || r.Scope == ScopeEvent && len(r.Kinds) == 0 {
 		panic(fmt.Sprintf("detect: bad or repeated rule %q", r.ID))
 	}
 	registry[r.ID] = r

@@ -43,14 +43,22 @@ func ruleTable(rs []*Rule) string {
 		}
 		return strings.Join(ids, ", ")
 	}
-	b.WriteString("| rule | severity | ATT&CK | ATLAS | OWASP LLM | SAIF | escalated ids |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| rule | severity | decides on | ATT&CK | ATLAS | OWASP LLM | SAIF | escalated ids |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		esc := "—"
 		if all := r.Escalated.All(); len(all) > 0 {
 			esc = strings.Join(all, ", ") + " (when " + r.Escalation + ")"
 		}
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s | %s | %s |\n", r.ID, r.ID, r.Severity,
+		on := "the session"
+		if r.Scope == ScopeEvent {
+			var ks []string
+			for _, k := range r.Kinds {
+				ks = append(ks, string(k))
+			}
+			on = strings.Join(ks, ", ")
+		}
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.ID, r.Severity, on,
 			cell(r.Frameworks.ATTACK), cell(r.Frameworks.ATLAS), cell(r.Frameworks.OWASPLLM), cell(r.Frameworks.SAIF), esc)
 	}
 	return b.String()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/findings"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/schematest"
@@ -69,6 +72,28 @@ func checkLive(t testing.TB, path string, rep *report.Report) {
 		schematest.Validate(t, "../../docs/schema/report.v1.json", js.Bytes())
 	}
 
+	// Every event rule's finding stands on events of its declared kinds.
+	if path := rep.Session.Path; path != "" {
+		if a, err := analysis.Analyze(context.Background(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto}); err == nil {
+			kinds := map[string][]event.Kind{}
+			for _, r := range detect.Rules() {
+				if r.Scope == detect.ScopeEvent {
+					kinds[r.ID] = r.Kinds
+				}
+			}
+			bySeq := map[uint64]event.Kind{}
+			for _, e := range a.Events {
+				bySeq[e.Seq] = e.Kind
+			}
+			for _, f := range a.Findings {
+				for _, seq := range f.Evidence {
+					if ks, ok := kinds[f.Rule]; ok && !slices.Contains(ks, bySeq[seq]) {
+						t.Errorf("%s finding %q stands on a %s event, not one of its kinds %v", f.Rule, f.Title, bySeq[seq], ks)
+					}
+				}
+			}
+		}
+	}
 	standing := findings.Standing(recs)[rep.Session.ID]
 	var problems []string
 	keys := analysis.StreamKeys(rep.Findings)

@@ -1,0 +1,50 @@
+package detect
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
+)
+
+// Facts about execs that more than one rule reads.
+
+// execTarget returns what exec e ran: the program itself, or the script an
+// interpreter runs (viaInterp) when that was written. The kernel reports
+// a #! script's exec as its interpreter with the script as argv[1].
+func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target string, viaInterp bool) {
+	target = e.Path
+	if e.Script() != "" && lastWrite(e.Script()) != nil {
+		// The sensor names the script a #! interpreter runs.
+		return e.Script(), true
+	}
+	if lastWrite(target) == nil {
+		if sa := policy.ScriptArg(e.Argv()); sa != "" {
+			if !path.IsAbs(sa) {
+				sa = path.Join(e.Cwd(), sa)
+			}
+			return path.Clean(sa), true
+		}
+	}
+	return target, false
+}
+
+var reProcFD = regexp.MustCompile(`^/proc/(?:self|thread-self|\d+)/fd/`)
+
+// fileless reports whether an exec path is a program that has no file: a
+// memfd, shared memory, a file descriptor, or a deleted file.
+func fileless(p string) (string, bool) {
+	switch {
+	case strings.HasPrefix(p, "/memfd:"), strings.HasPrefix(p, "memfd:"):
+		return "a memfd (anonymous memory file)", true
+	case strings.HasPrefix(p, "/dev/shm/"):
+		return "shared memory (/dev/shm)", true
+	case strings.HasPrefix(p, "/proc/") && reProcFD.MatchString(p), strings.HasPrefix(p, "/dev/fd/"):
+		return "a file descriptor", true
+	case strings.HasSuffix(p, " (deleted)"):
+		return "a file deleted while it ran", true
+	}
+	return "", false
+}
