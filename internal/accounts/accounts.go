@@ -130,3 +130,18 @@ func InvokingUser() (name string, uid, gid int, home string) {
 	}
 	return name, uid, gid, home
 }
+
+// InHome reads a path written from a home: "~" is home and "~/x" is x in
+// home. ok is false for a path not written that way, which is returned as
+// it is, and for "~" forms when home is "". It is the one expansion of
+// "~" of the policy's patterns, the agent profiles' locations, watch's
+// stores and the paths commands name.
+func InHome(p, home string) (path string, ok bool) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, false
+	}
+	if home == "" {
+		return "", false
+	}
+	return filepath.Join(home, p[1:]), true
+}

@@ -61,3 +61,21 @@ func countOf(list []string, s string) int {
 	}
 	return n
 }
+
+func TestInHome(t *testing.T) {
+	for _, tc := range []struct {
+		p, home, want string
+		ok            bool
+	}{
+		{"~", "/home/ann", "/home/ann", true},
+		{"~/.ssh/id_rsa", "/home/ann", "/home/ann/.ssh/id_rsa", true},
+		{"~/.codex/sessions/", "/root", "/root/.codex/sessions", true},
+		{"~ann/x", "/home/ann", "~ann/x", false}, // another user's home is not expanded
+		{"/etc/passwd", "/home/ann", "/etc/passwd", false},
+		{"~/x", "", "", false},
+	} {
+		if got, ok := InHome(tc.p, tc.home); got != tc.want || ok != tc.ok {
+			t.Errorf("InHome(%q, %q) = %q, %v; want %q, %v", tc.p, tc.home, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/accounts"
 )
 
 // Profile is everything polygraph knows about one agent.
@@ -396,10 +398,10 @@ func (l Location) Dirs(home string, getenv func(string) string) []string {
 		var d string
 		switch {
 		case r == "~" || strings.HasPrefix(r, "~/"):
-			if home == "" {
+			var ok bool
+			if d, ok = accounts.InHome(r, home); !ok {
 				continue
 			}
-			d = filepath.Join(home, strings.TrimPrefix(r, "~"))
 		case strings.HasPrefix(r, "$"):
 			name, rest, _ := strings.Cut(r[1:], "/")
 			v := getenv(name)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -162,10 +163,10 @@ func absPath(p, cwd, home string) string {
 	}
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		if home == "" {
+		var ok bool
+		if p, ok = accounts.InHome(p, home); !ok {
 			return ""
 		}
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
 	case !filepath.IsAbs(p):
 		if cwd == "" {
 			return ""

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/accounts"
 )
 
 // maxGuardedDirs bounds the subdirectories one "dir/**" pattern adds, so a
@@ -34,9 +36,11 @@ func guardedPaths(pat string, homes []string) []string {
 		return nil
 	}
 	var roots []string
-	if rest, ok := strings.CutPrefix(pat, "~/"); ok {
+	if strings.HasPrefix(pat, "~/") {
 		for _, h := range homes {
-			roots = append(roots, filepath.Join(h, rest))
+			if p, ok := accounts.InHome(pat, h); ok {
+				roots = append(roots, p)
+			}
 		}
 	} else if strings.HasPrefix(pat, "/") {
 		roots = []string{pat}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/policy"
@@ -110,10 +111,9 @@ func Targets(homes []string) []Target {
 
 // expand turns a profile path into the existing paths it names under home.
 func expand(pat, home string) []string {
-	switch {
-	case strings.HasPrefix(pat, "~/"):
-		pat = filepath.Join(home, pat[2:])
-	case !filepath.IsAbs(pat):
+	if p, ok := accounts.InHome(pat, home); ok {
+		pat = p
+	} else if !filepath.IsAbs(pat) {
 		return nil
 	}
 	pat = strings.TrimSuffix(pat, "/**")
