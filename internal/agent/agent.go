@@ -440,3 +440,30 @@ func LocationVars() []string {
 	slices.Sort(out)
 	return out
 }
+
+// TranscriptFiles are the profiles' transcript locations as path patterns
+// (the policy's syntax, "~/" the home, "**" any depth), with the agent's
+// programs as their clients: the files a process other than the agent
+// itself changing is tampering with the agent's account. Locations rooted
+// at a variable ("$CODEX_HOME/...") have no pattern; the transcript the
+// analysis follows is checked by its path.
+func TranscriptFiles() []File {
+	var out []File
+	for _, p := range All() {
+		for _, l := range p.Transcripts {
+			for _, r := range l.Roots {
+				if !strings.HasPrefix(r, "~/") {
+					continue
+				}
+				for _, g := range l.Globs {
+					pat := strings.TrimSuffix(r, "/") + "/" + g
+					if name, ok := strings.CutPrefix(g, "**/"); ok {
+						pat = strings.TrimSuffix(r, "/") + "/**/" + name
+					}
+					out = append(out, File{Path: pat, Clients: slices.Clone(p.Programs)})
+				}
+			}
+		}
+	}
+	return out
+}

@@ -50,6 +50,7 @@ var (
 	setSensitive   = policyList((*policy.Policy).Sensitive)
 	setAgentConfig = policyList((*policy.Policy).AgentConfig)
 	setTamper      = policyList((*policy.Policy).Tamper)
+	setTranscript  = policyList((*policy.Policy).Transcript)
 	setPersistence = policyList((*policy.Policy).Persistence)
 	setPrivilege   = policyList((*policy.Policy).Privilege)
 	setNoise       = newPathSet((*facts).noise)

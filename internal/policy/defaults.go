@@ -107,6 +107,12 @@ var DefaultSensitivePaths = []PathRule{
 // anything else is a finding.
 var DefaultAgentConfigPaths = pathRules(agent.CredentialFiles())
 
+// DefaultTranscriptPaths are where the agents write their own account of
+// a session (their transcripts), from the agent profiles: the agent
+// appending to or rewriting them is its own bookkeeping; anything else
+// changing them is tampering with the evidence (transcript-tamper).
+var DefaultTranscriptPaths = pathRules(agent.TranscriptFiles())
+
 // DefaultTamperPaths are the agents' safety settings (permissions,
 // sandbox, hooks, approval policy), from their profiles' SandboxSettings.
 // Global (per-user) files rank above project files.

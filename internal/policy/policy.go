@@ -93,6 +93,7 @@ type Policy struct {
 	PublishHosts     []string
 	SensitivePaths   []PathRule
 	AgentConfigPaths []PathRule
+	TranscriptPaths  []PathRule
 	TamperPaths      []PathRule
 	PersistencePaths []PathRule
 	PrivilegePaths   []PathRule
@@ -121,6 +122,7 @@ type Policy struct {
 	// Compiled forms, built by compile.
 	egress, registries, publishHosts      []hostRule
 	sensitive, agentConfig, tamper        *PathSet
+	transcripts                           *PathSet
 	persistence, privilege                *PathSet
 	noise, testFiles, artifacts           *PathSet
 	allowedPaths                          *PathSet
@@ -137,6 +139,7 @@ func Default() *Policy {
 		PublishHosts:     slices.Clone(DefaultPublishHosts),
 		SensitivePaths:   slices.Clone(DefaultSensitivePaths),
 		AgentConfigPaths: slices.Clone(DefaultAgentConfigPaths),
+		TranscriptPaths:  slices.Clone(DefaultTranscriptPaths),
 		TamperPaths:      slices.Clone(DefaultTamperPaths),
 		PersistencePaths: slices.Clone(DefaultPersistencePaths),
 		PrivilegePaths:   slices.Clone(DefaultPrivilegePaths),
@@ -172,6 +175,7 @@ type file struct {
 	PublishHosts     []string        `yaml:"publish_hosts"`
 	SensitivePaths   []PathRule      `yaml:"sensitive_paths"`
 	AgentConfigPaths []PathRule      `yaml:"agent_config_paths"`
+	TranscriptPaths  []PathRule      `yaml:"transcript_paths"`
 	TamperPaths      []PathRule      `yaml:"tamper_paths"`
 	PersistencePaths []PathRule      `yaml:"persistence_paths"`
 	PrivilegePaths   []PathRule      `yaml:"privilege_paths"`
@@ -255,6 +259,7 @@ func Parse(data []byte, name string) (*Policy, error) {
 	}
 	prepend(&p.SensitivePaths, f.SensitivePaths)
 	prepend(&p.AgentConfigPaths, f.AgentConfigPaths)
+	prepend(&p.TranscriptPaths, f.TranscriptPaths)
 	prepend(&p.TamperPaths, f.TamperPaths)
 	prepend(&p.PersistencePaths, f.PersistencePaths)
 	prepend(&p.PrivilegePaths, f.PrivilegePaths)
@@ -348,6 +353,7 @@ func (p *Policy) compile() error {
 	}{
 		{"sensitive_paths", p.SensitivePaths, &p.sensitive},
 		{"agent_config_paths", p.AgentConfigPaths, &p.agentConfig},
+		{"transcript_paths", p.TranscriptPaths, &p.transcripts},
 		{"tamper_paths", p.TamperPaths, &p.tamper},
 		{"persistence_paths", p.PersistencePaths, &p.persistence},
 		{"privilege_paths", p.PrivilegePaths, &p.privilege},
@@ -473,6 +479,11 @@ func (p *Policy) Sensitive(path, home string) (PathRule, bool) { return p.sensit
 // AgentConfig returns the agent-config entry p matches.
 func (p *Policy) AgentConfig(path, home string) (PathRule, bool) {
 	return p.agentConfig.Match(path, home)
+}
+
+// Transcript returns the transcript-location entry p matches.
+func (p *Policy) Transcript(path, home string) (PathRule, bool) {
+	return p.transcripts.Match(path, home)
 }
 
 // Tamper returns the safety-settings entry p matches.

@@ -85,6 +85,7 @@ func (p *Policy) Marshal() ([]byte, error) {
 	}
 	add(doc, "sensitive_paths", pathList(p.SensitivePaths))
 	add(doc, "agent_config_paths", pathList(p.AgentConfigPaths))
+	add(doc, "transcript_paths", pathList(p.TranscriptPaths))
 	add(doc, "tamper_paths", pathList(p.TamperPaths))
 	add(doc, "persistence_paths", pathList(p.PersistencePaths))
 	add(doc, "privilege_paths", pathList(p.PrivilegePaths))
