@@ -26,6 +26,8 @@ enum ev_kind {
 	EV_URING = 60,
 	EV_MEMREAD = 20,
 	EV_PEER = 19,
+	EV_CHOWN = 21,
+	EV_XATTR = 22,
 };
 
 #endif /* __POLYGRAPH_KINDS_H */

@@ -67,6 +67,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * linkat. */
 #define USER_FLAGS(x) ((__u32)(x) & ~(BY_HANDLE | LINK_SYMBOLIC | FD_TAKEN | FD_RECEIVED))
 #define NO_BASE -1000 /* op.dfd value: do not resolve this path */
+#define XATTR_SET 1    /* ev_path.flags of an EV_XATTR: setxattr and its forms */
+#define XATTR_REMOVE 2 /* removexattr and its forms */
 
 /* bounded clamps v to at most max and hides the result from the compiler,
  * so the mask the verifier needs is not optimised away. */
@@ -1409,6 +1411,9 @@ static __always_inline bool at_exit(long id)
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
 	case NR_mount: case NR_umount2: case NR_move_mount: case NR_pivot_root:
+	case NR_chown: case NR_fchown: case NR_lchown: case NR_fchownat:
+	case NR_setxattr: case NR_lsetxattr: case NR_fsetxattr: case NR_setxattrat:
+	case NR_removexattr: case NR_lremovexattr: case NR_fremovexattr: case NR_removexattrat:
 		return true;
 	}
 	return false;
@@ -1555,6 +1560,28 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case NR_fchmod:
 		/* no path: the base is the fd's own path */
 		return report(EV_CHMOD, A(0), 0, NO_BASE, 0, 0, A(1));
+	/* ownership: the uid asked for in flags, the gid in mode */
+	case NR_chown: case NR_lchown:
+		return report(EV_CHOWN, AT_FDCWD, A(0), NO_BASE, 0, A(1), A(2));
+	case NR_fchown:
+		return report(EV_CHOWN, A(0), 0, NO_BASE, 0, A(1), A(2));
+	case NR_fchownat:
+		return report(EV_CHOWN, A(0), A(1), NO_BASE, 0, A(2), A(3));
+	/* extended attributes: the attribute's name is the second string, as
+	 * the process passed it (NO_BASE: a name, not a path); flags say set
+	 * or remove */
+	case NR_setxattr: case NR_lsetxattr:
+		return report(EV_XATTR, AT_FDCWD, A(0), NO_BASE, A(1), XATTR_SET, 0);
+	case NR_fsetxattr:
+		return report(EV_XATTR, A(0), 0, NO_BASE, A(1), XATTR_SET, 0);
+	case NR_setxattrat:
+		return report(EV_XATTR, A(0), A(1), NO_BASE, A(3), XATTR_SET, 0);
+	case NR_removexattr: case NR_lremovexattr:
+		return report(EV_XATTR, AT_FDCWD, A(0), NO_BASE, A(1), XATTR_REMOVE, 0);
+	case NR_fremovexattr:
+		return report(EV_XATTR, A(0), 0, NO_BASE, A(1), XATTR_REMOVE, 0);
+	case NR_removexattrat:
+		return report(EV_XATTR, A(0), A(1), NO_BASE, A(3), XATTR_REMOVE, 0);
 	/* link kinds: p1 is the existing target, p2 the new name. A
 	 * symlink's target is text, resolved against nothing; LINK_SYMBOLIC
 	 * marks a symbolic link for user space. */

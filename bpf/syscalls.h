@@ -59,6 +59,18 @@
 #define NR_mount 165
 #define NR_umount2 166
 #define NR_move_mount 429
+#define NR_chown 92
+#define NR_fchown 93
+#define NR_lchown 94
+#define NR_fchownat 260
+#define NR_setxattr 188
+#define NR_lsetxattr 189
+#define NR_fsetxattr 190
+#define NR_removexattr 197
+#define NR_lremovexattr 198
+#define NR_fremovexattr 199
+#define NR_setxattrat 463
+#define NR_removexattrat 466
 
 /* x86-64 syscall arguments: rdi, rsi, rdx, r10, r8, r9. */
 #define SYSARG0(r) ((r)->di)
@@ -118,6 +130,18 @@
 #define NR_mount 40
 #define NR_pivot_root 41
 #define NR_move_mount 429
+#define NR_chown -10
+#define NR_fchown 55
+#define NR_lchown -11
+#define NR_fchownat 54
+#define NR_setxattr 5
+#define NR_lsetxattr 6
+#define NR_fsetxattr 7
+#define NR_removexattr 14
+#define NR_lremovexattr 15
+#define NR_fremovexattr 16
+#define NR_setxattrat 463
+#define NR_removexattrat 466
 
 /* arm64: x0..x5; x0 is overwritten by the return value, orig_x0 keeps it. */
 #define SYSARG0(r) ((r)->orig_x0)

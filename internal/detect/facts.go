@@ -260,7 +260,8 @@ func (s *facts) walk() {
 			s.execs = append(s.execs, int32(i))
 			s.execAt = append(s.execAt, e.TS)
 			s.execCall = append(s.execCall, call)
-		case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink:
+		case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink,
+			event.KindChown, event.KindXattr:
 			s.fileFact(int32(i), e, &f, &mode)
 		case event.KindConnect:
 			if isEgress(e) {
@@ -345,7 +346,7 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 	if e.Kind == event.KindRename || open && mode.creates {
 		f.flags |= fCreated
 	}
-	if e.Kind != event.KindChmod && (e.Kind != event.KindOpen || wt >= 0) {
+	if !metadataOnly(e.Kind) && (e.Kind != event.KindOpen || wt >= 0) {
 		ch := change{i: i, ts: e.TS, ok: ok, edited: wt, created: wt, deleted: -1}
 		switch e.Kind {
 		case event.KindMkdir, event.KindLink:
@@ -355,6 +356,13 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 		}
 		s.changes = append(s.changes, ch)
 	}
+}
+
+// metadataOnly reports whether kind changes a file's metadata (mode,
+// owner, extended attributes), not what it holds or where it is: no
+// claim of an edit, creation or deletion stands on it.
+func metadataOnly(kind event.Kind) bool {
+	return kind == event.KindChmod || kind == event.KindChown || kind == event.KindXattr
 }
 
 // netIndex takes a dns, bind or accept event into the network indexes.

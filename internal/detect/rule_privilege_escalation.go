@@ -10,12 +10,13 @@ import (
 
 func init() {
 	register(&Rule{
-		ID:       "privilege-escalation",
-		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink, event.KindExec},
-		Summary:  "who may do what was changed: sudoers, accounts and groups, PAM, setuid or setgid bits, file capabilities",
+		ID:    "privilege-escalation",
+		Scope: ScopeEvent,
+		Kinds: []event.Kind{event.KindOpen, event.KindRename, event.KindLink, event.KindMkdir, event.KindChmod, event.KindUnlink, event.KindExec,
+			event.KindChown, event.KindXattr},
+		Summary:  "who may do what was changed: sudoers, accounts and groups, PAM, setuid or setgid bits, file capabilities, ACLs, ownership",
 		Severity: SeverityHigh,
-		Frameworks: Frameworks{ATTACK: []string{"T1548.001", "T1548.003", "T1136", "T1098"},
+		Frameworks: Frameworks{ATTACK: []string{"T1548.001", "T1548.003", "T1136", "T1098", "T1222.002"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		check: privilegeEscalation,
 	})
@@ -41,6 +42,7 @@ func privilegeEscalation(s *run) []Finding {
 	})
 	out := s.footholdFindings(g, "Privileges changed: ", "was changed")
 	out = append(out, setidBits(s, byInstall)...)
+	out = append(out, attrChanges(s, byInstall)...)
 	for _, i := range s.execs {
 
 		e := s.events[i]
@@ -95,6 +97,75 @@ func setidBits(s *run, byInstall func(*event.Event) (Severity, string)) []Findin
 		out = append(out, s.finding(x.sev, "Setuid or setgid bit set: "+s.display(x.path), detail, x.call, capped(x.seqs, 20), false))
 	}
 	return out
+}
+
+// attrChanges are the findings on changes of who owns a file or what its
+// extended attributes grant, whatever program made them (setcap, setfacl,
+// chown, or a script calling setxattr itself): file capabilities set
+// (high: the program runs with them whoever starts it), an ACL set or an
+// owner changed on a privilege path (high) or on a file outside the
+// workspace and temporary directories (medium: access given to someone
+// the mode bits did not name). Inside the workspace they are the
+// project's own business. Attempts that failed count: the intent is the
+// finding.
+func attrChanges(s *run, byInstall func(*event.Event) (Severity, string)) []Finding {
+	var g groups
+	for i := range s.byEvent {
+		e := s.events[i]
+		if e.Attr == nil || s.byEvent[i].flags&fOwn != 0 {
+			continue
+		}
+		var what, tech string
+		sev := SeverityMedium
+		_, privPath := s.matchOf(setPrivilege, i, s.byEvent[i].path)
+		switch {
+		case e.Kind == event.KindXattr && e.Attr.XattrOp == "set" && e.Attr.XattrName == "security.capability":
+			what, tech, sev = "file capabilities set", "T1548 (Abuse Elevation Control Mechanism)", SeverityHigh
+		case e.Kind == event.KindXattr && strings.HasPrefix(e.Attr.XattrName, "system.posix_acl_"):
+			what, tech = "ACL "+e.Attr.XattrOp+" ("+e.Attr.XattrName+")", "T1222.002 (Linux File and Directory Permissions Modification)"
+		case e.Kind == event.KindChown:
+			what, tech = "owner changed"+ownerText(e.Attr), "T1222.002 (Linux File and Directory Permissions Modification)"
+		default:
+			continue
+		}
+		if privPath {
+			sev = SeverityHigh
+		} else if sev != SeverityHigh && (s.inWorkspace(e.Path) || s.temporary(e.Path)) {
+			continue
+		}
+		if by, note := byInstall(e); note != "" && by.Rank() < sev.Rank() {
+			sev, what = by, joinNote(what, note)
+		}
+		if e.Failed() {
+			what += fmt.Sprintf(", refused (%d)", *e.Result)
+		}
+		call, who := s.actor(e)
+		g.add(e.Path+"\x00"+s.actorKey(e)+"\x00"+what, func() *accessGroup {
+			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: what + ", ATT&CK " + tech}
+		}, e.Seq)
+	}
+	var out []Finding
+	for _, k := range g.order {
+		x := g.m[k]
+		detail := fmt.Sprintf("%s: %s by %s.", s.display(x.path), x.note, x.who)
+		out = append(out, s.finding(x.sev, "Privileges changed: "+s.display(x.path), detail, x.call, capped(x.seqs, 20), false))
+	}
+	return out
+}
+
+// ownerText says which ids a chown asked for.
+func ownerText(a *event.Attr) string {
+	var parts []string
+	if a.Owner != nil {
+		parts = append(parts, fmt.Sprintf("user %d", *a.Owner))
+	}
+	if a.OwnerGroup != nil {
+		parts = append(parts, fmt.Sprintf("group %d", *a.OwnerGroup))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " to " + strings.Join(parts, ", ")
 }
 
 // privilegeTechnique names the ATT&CK technique of a privilege path.

@@ -485,6 +485,42 @@ func (e *Event) RingBytes() uint64 {
 	return e.Ring.RingBytes
 }
 
+// Owner is Attr.Owner, or its zero value when e has no Attr.
+func (e *Event) Owner() *uint32 {
+	if e.Attr == nil {
+		var zero *uint32
+		return zero
+	}
+	return e.Attr.Owner
+}
+
+// OwnerGroup is Attr.OwnerGroup, or its zero value when e has no Attr.
+func (e *Event) OwnerGroup() *uint32 {
+	if e.Attr == nil {
+		var zero *uint32
+		return zero
+	}
+	return e.Attr.OwnerGroup
+}
+
+// XattrName is Attr.XattrName, or its zero value when e has no Attr.
+func (e *Event) XattrName() string {
+	if e.Attr == nil {
+		var zero string
+		return zero
+	}
+	return e.Attr.XattrName
+}
+
+// XattrOp is Attr.XattrOp, or its zero value when e has no Attr.
+func (e *Event) XattrOp() string {
+	if e.Attr == nil {
+		var zero string
+		return zero
+	}
+	return e.Attr.XattrOp
+}
+
 // Env is Process.Env, or its zero value when e has no Process.
 func (e *Event) Env() []string {
 	if e.Process == nil {

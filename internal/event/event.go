@@ -69,6 +69,9 @@ type Event struct {
 
 	// an operation done through io_uring (nil for a syscall's)
 	*Ring
+
+	// chown, xattr (nil for the other kinds)
+	*Attr
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -267,6 +270,21 @@ type Ring struct {
 	RingBytes uint64 `json:"uring_bytes,omitempty"`
 }
 
+// Attr holds the fields of chown and xattr events: the change asked for
+// of a file's owner or extended attributes (see Process).
+type Attr struct {
+	// Owner and OwnerGroup (chown) are the user and group ids asked for;
+	// nil where the call left them as they were (-1).
+	Owner      *uint32 `json:"owner,omitempty"`
+	OwnerGroup *uint32 `json:"owner_group,omitempty"`
+	// XattrName (xattr) is the attribute: "security.capability" (file
+	// capabilities), "system.posix_acl_access" and
+	// "system.posix_acl_default" (ACLs), "user.*", "trusted.*", ...
+	XattrName string `json:"xattr_name,omitempty"`
+	// XattrOp (xattr) is "set" or "remove".
+	XattrOp string `json:"xattr_op,omitempty"`
+}
+
 // ViaRing is the value of Ring.Via.
 const ViaRing = "io_uring"
 
@@ -293,6 +311,9 @@ func (e *Event) Complete() {
 	}
 	if g&GroupRing != 0 && e.Ring == nil {
 		e.Ring = &Ring{Via: ViaRing}
+	}
+	if g&GroupAttr != 0 && e.Attr == nil {
+		e.Attr = &Attr{}
 	}
 }
 

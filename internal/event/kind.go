@@ -15,6 +15,7 @@ const (
 	GroupNetwork
 	GroupCall
 	GroupRing
+	GroupAttr
 )
 
 // Groups returns the field groups k carries.

@@ -48,10 +48,14 @@ const (
 	KindMemRead Kind = "memread"
 	// KindPeer is a FIFO with a process of the tree on one end and one outside it on the other, as the last openers of each end: the event is the tree's opener's (PID, ExecID; at the time of the later of the two opens), Path and Object the FIFO, Access the outside process's end, and PeerPID, PeerExe the outside process (PeerInTree false).
 	KindPeer Kind = "peer"
+	// KindChown is a change of a file's owner or group (chown, fchown, lchown, fchownat): Owner and OwnerGroup are the ids asked for.
+	KindChown Kind = "chown"
+	// KindXattr is a change of a file's extended attributes (setxattr, removexattr and their l, f and at forms): XattrName the attribute (security.capability gives file capabilities, system.posix_acl_access an ACL), XattrOp set or remove.
+	KindXattr Kind = "xattr"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -76,4 +80,6 @@ var groups = map[Kind]Group{
 	KindUring:   GroupNetwork | GroupRing,
 	KindMemRead: GroupCall,
 	KindPeer:    GroupNetwork,
+	KindChown:   GroupFile | GroupAttr,
+	KindXattr:   GroupFile | GroupAttr,
 }

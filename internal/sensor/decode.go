@@ -221,7 +221,7 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeFork(b)
 	case evExit:
 		return d.decodeExit(b)
-	case evOpen, evRename, evUnlink, evMkdir, evChmod, evLink, evHandle:
+	case evOpen, evRename, evUnlink, evMkdir, evChmod, evLink, evHandle, evChown, evXattr:
 		return d.decodePath(b)
 	case evConnect, evBind, evAccept, evSend:
 		return d.decodeSock(b)
@@ -515,7 +515,7 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		}
 	}
 	p2 := ""
-	if r.Path2Len > 0 {
+	if r.Path2Len > 0 && kind != event.KindXattr { // an xattr's second string is a name
 		p2 = d.path(r.H.Pid, parts[2], parts[3])
 	}
 	if kind == event.KindOpen && r.Result >= 0 {
@@ -557,6 +557,27 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 		if r.Flags != 0 {
 			e.Flags = d.u32.Ptr(r.Flags)
 		}
+	case event.KindChown:
+		// The ids asked for, from the call's arguments; -1 leaves one as
+		// it was.
+		e.Path = p1
+		e.Attr = &event.Attr{}
+		if r.Flags != unchangedID {
+			e.Attr.Owner = d.u32.Ptr(r.Flags)
+		}
+		if r.Mode != unchangedID {
+			e.Attr.OwnerGroup = d.u32.Ptr(r.Mode)
+		}
+	case event.KindXattr:
+		e.Path = p1
+		e.Attr = &event.Attr{XattrName: cstring(parts[2]), XattrOp: xattrOps[r.Flags&3]}
 	}
 	return e, nil
 }
+
+// unchangedID is a chown id of -1: leave it as it is.
+const unchangedID = ^uint32(0)
+
+// xattrOps names ev_path.flags of an EV_XATTR (XATTR_SET, XATTR_REMOVE in
+// bpf/polygraph.bpf.c).
+var xattrOps = [4]string{1: "set", 2: "remove"}

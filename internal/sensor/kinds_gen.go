@@ -27,6 +27,8 @@ const (
 	evUring   = 60
 	evMemRead = 20
 	evPeer    = 19
+	evChown   = 21
+	evXattr   = 22
 )
 
 // recordKinds is the event kind of each record kind.
@@ -52,4 +54,6 @@ var recordKinds = map[uint8]event.Kind{
 	evUring:   event.KindUring,
 	evMemRead: event.KindMemRead,
 	evPeer:    event.KindPeer,
+	evChown:   event.KindChown,
+	evXattr:   event.KindXattr,
 }

@@ -111,10 +111,17 @@ const (
 	fTargetInTree protowire.Number = 69 // varint 0 or 1, written whenever TargetInTree is set
 	// more of the process group: an exec's agent location variables
 	fEnv protowire.Number = 70 // repeated string NAME=value
+	// event.Attr (chown, xattr); fAttr is written whenever the event has
+	// one, so its presence marks the group
+	fAttr       protowire.Number = 71 // varint 1
+	fOwner      protowire.Number = 72 // varint, written whenever Owner is set
+	fOwnerGroup protowire.Number = 73 // varint, written whenever OwnerGroup is set
+	fXattrName  protowire.Number = 74
+	fXattrOp    protowire.Number = 75
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fEnv
+const lastField = fXattrOp
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -284,6 +291,17 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 			buf = protowire.AppendVarint(protowire.AppendTag(buf, fTargetInTree, protowire.VarintType), b2u(*c.TargetInTree))
 		}
 	}
+	if a := ev.Attr; a != nil {
+		buf = protowire.AppendVarint(protowire.AppendTag(buf, fAttr, protowire.VarintType), 1)
+		if a.Owner != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fOwner, protowire.VarintType), uint64(*a.Owner))
+		}
+		if a.OwnerGroup != nil {
+			buf = protowire.AppendVarint(protowire.AppendTag(buf, fOwnerGroup, protowire.VarintType), uint64(*a.OwnerGroup))
+		}
+		str(fXattrName, a.XattrName)
+		str(fXattrOp, a.XattrOp)
+	}
 	if r := ev.Ring; r != nil {
 		str1(fVia, r.Via)
 		str(fRingOp, r.RingOp)
@@ -397,6 +415,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Call = &event.Call{}
 		} else if fVia <= num && num <= fRingBytes && ev.Ring == nil {
 			ev.Ring = d.rings.New()
+		} else if fAttr <= num && num <= fXattrOp && ev.Attr == nil {
+			ev.Attr = &event.Attr{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -492,6 +512,10 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Ring.RingOps = v
 		case fRingBytes:
 			ev.Ring.RingBytes = v
+		case fOwner:
+			ev.Attr.Owner = d.u32.Ptr(uint32(v))
+		case fOwnerGroup:
+			ev.Attr.OwnerGroup = d.u32.Ptr(uint32(v))
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -578,6 +602,10 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Call.BPFCmd = s
 	case fTargetExe:
 		ev.Call.TargetExe = s
+	case fXattrName:
+		ev.Attr.XattrName = s
+	case fXattrOp:
+		ev.Attr.XattrOp = s
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
@@ -590,7 +618,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp,
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp,
 		fTargetExe, fEnv} {
 		m[f] = true
 	}

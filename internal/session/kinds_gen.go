@@ -29,4 +29,6 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindUring:   20,
 	event.KindMemRead: 21,
 	event.KindPeer:    22,
+	event.KindChown:   23,
+	event.KindXattr:   24,
 }

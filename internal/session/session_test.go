@@ -130,6 +130,14 @@ func kernelTruthSamples() []*event.Event {
 			e.Path, e.Access, e.Object = "/tmp/p", "write", &event.Object{Dev: 2049, Ino: 77, FileType: "fifo", Nlink: 1}
 			e.Network.PeerPID, e.Network.PeerExe, e.Network.PeerInTree = 4444, "/usr/bin/cat", event.Ptr(false)
 		}),
+		with(common(24, event.KindChown, 102, "chown"), func(e *event.Event) {
+			e.Path, e.Result = "/etc/sudoers.d/x", event.Ptr(int64(0))
+			e.Attr.Owner, e.Attr.OwnerGroup = event.Ptr(uint32(0)), event.Ptr(uint32(27))
+		}),
+		with(common(25, event.KindXattr, 102, "setcap"), func(e *event.Event) {
+			e.Path, e.Result = "/tmp/sh", event.Ptr(int64(-1))
+			e.Attr.XattrName, e.Attr.XattrOp = "security.capability", "set"
+		}),
 	}
 }
 
