@@ -39,6 +39,8 @@ type builder struct {
 	cwd    string              // the session's and every process's cwd (proj unless set)
 	iso    *manifest.Isolation // the session ran isolated (blocked_test.go)
 	homes  []string            // the machine's homes (meta.Homes)
+	// secrets are the credential files by identity (meta.Secrets).
+	secrets []manifest.Secret
 	// verdicts are the integrity verdicts on the execs (judged).
 	verdicts []integrity.Result
 }
@@ -171,6 +173,13 @@ func (p *tproc) open(file, access string) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(int64(3))})
 }
 
+// openObj is open of file, which the kernel found to be (dev, ino).
+func (p *tproc) openObj(file, access string, dev, ino uint64) *event.Event {
+	e := p.open(file, access)
+	e.Object = &event.Object{Dev: dev, Ino: ino, FileType: "file", Nlink: 1}
+	return e
+}
+
 func (p *tproc) openFail(file, access string, errno int64) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindOpen, Path: file, Access: access, Result: event.Ptr(-errno)})
 }
@@ -228,7 +237,8 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 
 // input assembles the detector's input.
 func (b *builder) input() Input {
-	in := Input{Events: b.events, Meta: session.Meta{Home: home, Homes: b.homes, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso},
+	in := Input{Events: b.events, Meta: session.Meta{Home: home, Homes: b.homes, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso,
+		Secrets: b.secrets},
 		Leftovers: b.left, Policy: b.pol, Verdicts: b.verdicts}
 	if b.noAttr {
 		return in

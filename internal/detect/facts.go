@@ -87,6 +87,9 @@ type facts struct {
 	writtenAt    map[int32]uint64
 	workspace    []string
 	progNames    [][]string
+	// secrets are the credential files known by identity, each with the
+	// id of its name (secrets.go).
+	secrets map[fileID]int32
 }
 
 // fact is what the rules ask of one event.
@@ -143,6 +146,7 @@ func newFacts(in Input) *facts {
 	s.learn()
 	s.learnHomes()
 	s.learnWorkspace()
+	s.learnSecrets()
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}

@@ -29,7 +29,7 @@ func agentConfigRead(s *run) []Finding {
 		if f.flags&fRead == 0 {
 			continue
 		}
-		r, ok := s.matchOf(setAgentConfig, i, f.path)
+		r, alias, ok := s.secretMatch(setAgentConfig, i, f.path)
 		if !ok {
 			continue
 		}
@@ -47,15 +47,19 @@ func agentConfigRead(s *run) []Finding {
 				continue
 			}
 			note = fmt.Sprintf("read by the agent itself (%s), which is not that store's agent", strings.Join(own, "/"))
-		} else if r.IsClient(names) {
+		} else if r.IsClient(names) && alias == "" {
 			if s.attr == nil {
 				continue // without a transcript, the agent's own program is the agent
 			}
 			sev, note = SeverityInfo, fmt.Sprintf("read by that agent's own program (%s), started by a tool call", strings.Join(names, "/"))
 		}
+		path := e.Path
+		if alias != "" {
+			note, path = joinNote(note, "opened as "+s.display(e.Path)+", the same file by another name"), alias
+		}
 		call, who := s.actor(e)
-		g.add(e.Path+"\x00"+s.actorKey(e)+"\x00"+string(sev), func() *accessGroup {
-			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note}
+		g.add(path+"\x00"+e.Path+"\x00"+s.actorKey(e)+"\x00"+string(sev), func() *accessGroup {
+			return &accessGroup{path: path, who: who, call: call, sev: sev, note: note}
 		}, e.Seq)
 	}
 	var out []Finding

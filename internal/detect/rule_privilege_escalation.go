@@ -178,14 +178,3 @@ func privilegeTechnique(p string) string {
 	}
 	return "T1098 (Account Manipulation)"
 }
-
-// joinNote joins two notes with "; ", either of which may be empty.
-func joinNote(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
-}

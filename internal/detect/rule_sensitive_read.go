@@ -29,10 +29,10 @@ func sensitiveRead(s *run) []Finding {
 		if f.flags&fRead == 0 && !s.blockedRead(e) {
 			continue
 		}
-		if _, ok := s.matchOf(setAgentConfig, i, f.path); ok {
+		if _, _, ok := s.secretMatch(setAgentConfig, i, f.path); ok {
 			continue // agent-config-read's
 		}
-		r, ok := s.matchOf(setSensitive, i, f.path)
+		r, alias, ok := s.secretMatch(setSensitive, i, f.path)
 		if !ok {
 			continue
 		}
@@ -46,13 +46,20 @@ func sensitiveRead(s *run) []Finding {
 		case r.IsClient(names):
 			sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
 		}
+		path := e.Path
+		if alias != "" {
+			// The same file under another name: a rename, a link, a bind
+			// mount. No client reads its credential that way.
+			sev, note = severity(r.Severity, s.rule.Severity), "opened as "+s.display(e.Path)+", the same file by another name"
+			path = alias
+		}
 		call, who := s.actor(e)
-		key := e.Path + "\x00" + s.actorKey(e) + "\x00" + string(sev) // a client's read never hides another's
+		key := path + "\x00" + e.Path + "\x00" + s.actorKey(e) + "\x00" + string(sev) // a client's read never hides another's
 		if blocked {
 			key += "\x00blocked"
 		}
 		g.add(key, func() *accessGroup {
-			return &accessGroup{path: e.Path, who: who, call: call, sev: sev, note: note, blocked: blocked}
+			return &accessGroup{path: path, who: who, call: call, sev: sev, note: note, blocked: blocked}
 		}, e.Seq)
 	}
 	var out []Finding

@@ -38,6 +38,12 @@ type Meta struct {
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
 	// Isolation is set when the session ran isolated (run --isolate).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Secrets are the credential files of every home (the policy's
+	// sensitive and agent-config paths, and the files directly in their
+	// directories) when the session began, by identity: an open of the same
+	// (dev, ino) under any other name (a rename, a hard link, a bind
+	// mount, a renamed parent) is a read of that secret.
+	Secrets []Secret `json:"secrets,omitempty"`
 	// Outsiders marks watch's session of processes outside every agent's
 	// tree that opened an agent's store: none of its processes is an
 	// agent, and nothing in it is the agent's own.
@@ -54,6 +60,14 @@ type Meta struct {
 	// Error is set only by List, for a file in the sessions directory that
 	// could not be read; the other fields are then what the file name tells.
 	Error string `json:"error,omitempty"`
+}
+
+// Secret is a credential file by identity: the name it had when the
+// session began and its device and inode as stat(2) gives them.
+type Secret struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
 }
 
 // Leftover is a process of the traced tree still running when tracing stopped.

@@ -30,6 +30,19 @@ func (p *Policy) GuardedPaths(homes []string) []string {
 	return out
 }
 
+// SecretPaths are the paths of the credential files and directories of
+// homes that exist now (sensitive and agent-config entries), with "~/"
+// read as each home: what a session records by identity (manifest.Secret).
+func (p *Policy) SecretPaths(homes []string) []string {
+	var out []string
+	for _, list := range [][]PathRule{p.SensitivePaths, p.AgentConfigPaths} {
+		for _, r := range list {
+			out = append(out, guardedPaths(r.Path, homes)...)
+		}
+	}
+	return out
+}
+
 // guardedPaths expands one pattern into the paths whose identity marks it.
 func guardedPaths(pat string, homes []string) []string {
 	if strings.HasPrefix(pat, "!") {

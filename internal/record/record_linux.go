@@ -131,14 +131,16 @@ func newMeta(o Options, unavailable []string) session.Meta {
 
 // NewMeta describes a session about to be recorded on this host, in
 // mode, of a tree whose HOME is home: the host, its kernel, polygraph's
-// version, the features the sensor could not load, and the homes the
-// session guards and its rules read "~/" as (sessionHomes). run, attach
+// version, the features the sensor could not load, the homes the session
+// guards and its rules read "~/" as (sessionHomes), and their credential
+// files by identity (secretIdentities). run, attach
 // and watch each fill in what ran, as whom and where.
 func NewMeta(mode, home string, unavailable []string) session.Meta {
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
-	return session.Meta{Mode: mode, Home: home, Homes: sessionHomes(home), Hostname: host,
+	homes := sessionHomes(home)
+	return session.Meta{Mode: mode, Home: home, Homes: homes, Hostname: host, Secrets: secretIdentities(policy.Default(), homes),
 		Kernel: unix.ByteSliceToString(uts.Release[:]), Version: version.Get().String(), Unavailable: slices.Clone(unavailable)}
 }
 

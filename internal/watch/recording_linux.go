@@ -8,6 +8,7 @@ import (
 	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/pipeline"
+	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/session"
 )
 
@@ -31,10 +32,15 @@ const liveListener = "live"
 func (w *watcher) record(meta manifest.Meta, path, transcript string) (*recording, error) {
 	// The homes whose stores watch watches are homes to the rules too
 	// ("~/"), whether or not /etc/passwd lists them (--home).
+	added := false
 	for _, h := range w.o.Homes {
 		if !slices.Contains(meta.Homes, h) {
 			meta.Homes = append(meta.Homes, h)
+			added = true
 		}
+	}
+	if added {
+		meta.Secrets = record.Secrets(meta.Homes)
 	}
 	sw, err := session.Create(w.o.Home, meta)
 	if err != nil {

@@ -1,0 +1,57 @@
+package detect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/polygraph/polygraph/internal/manifest"
+)
+
+// TestSecretsByIdentity: the same credential file under another name is
+// a read of that secret, whether the session knew it from its start or
+// from an open by its own name.
+func TestSecretsByIdentity(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "the AWS credentials renamed into the workspace, then read",
+			build: func(b *builder) {
+				b.secrets = []manifest.Secret{{Path: home + "/.aws/credentials", Dev: 2049, Ino: 77}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "mv ~/.aws/credentials notes.txt && cat notes.txt")
+				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", home+"/.aws/credentials", proj+"/notes.txt")
+				mv.rename(home+"/.aws/credentials", proj+"/notes.txt")
+				cat := ag.spawn(201, "t1", "/usr/bin/cat", "cat", "notes.txt")
+				cat.openObj(proj+"/notes.txt", "read", 2049, 77)
+			},
+			want: []string{"high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Title, "~/.aws/credentials") || !strings.Contains(fs[0].Detail, "the same file by another name") || fs[0].ToolCallID != "t1" {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+		{
+			name: "an SSH key read by name, then through a hard link by its own client: not a client's read",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat ~/.ssh/id_ed25519 >/dev/null; ln ~/.ssh/id_ed25519 /tmp/k; ssh -i /tmp/k x")
+				cat := ag.spawn(200, "t1", "/usr/bin/cat", "cat", home+"/.ssh/id_ed25519")
+				cat.openObj(home+"/.ssh/id_ed25519", "read", 2049, 99)
+				ssh := ag.spawn(201, "t1", "/usr/bin/ssh", "ssh", "-i", "/tmp/k", "x")
+				ssh.openObj("/tmp/k", "read", 2049, 99)
+			},
+			want: []string{"high sensitive-read", "high sensitive-read"},
+		},
+		{
+			name: "an ordinary file with another identity is nothing",
+			build: func(b *builder) {
+				b.secrets = []manifest.Secret{{Path: home + "/.aws/credentials", Dev: 2049, Ino: 77}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat notes.txt")
+				cat := ag.spawn(200, "t1", "/usr/bin/cat", "cat", "notes.txt")
+				cat.openObj(proj+"/notes.txt", "read", 2049, 78)
+			},
+			want: nil,
+		},
+	})
+}
