@@ -34,6 +34,14 @@ func sensitiveRead(s *run) []Finding {
 		}
 		r, alias, ok := s.secretMatch(setSensitive, i, f.path)
 		if !ok {
+			if pid, env := otherEnviron(e); env {
+				// Another process's environment: its API keys and tokens.
+				call, who := s.actor(e)
+				g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
+					return &accessGroup{path: e.Path, who: who, call: call, sev: s.rule.Severity,
+						note: fmt.Sprintf("the environment of process %d, where API keys and tokens live", pid)}
+				}, e.Seq)
+			}
 			continue
 		}
 		blocked := s.masked(e.Path)

@@ -1,6 +1,9 @@
 package detect
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/policy"
 )
@@ -66,4 +69,19 @@ func (s *facts) secretMatch(l *pathList, i int, id int32) (r policy.PathRule, al
 		return r, s.paths.strs[canon], true
 	}
 	return policy.PathRule{}, "", false
+}
+
+// otherEnviron reports whether e opened another process's environment
+// (/proc/PID/environ, /proc/PID/task/TID/environ of a PID not e's own),
+// and which process's.
+func otherEnviron(e *event.Event) (pid int, ok bool) {
+	rest, found := strings.CutPrefix(e.Path, "/proc/")
+	if !found || !strings.HasSuffix(rest, "/environ") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, '/')])
+	if err != nil || n <= 0 || uint32(n) == e.PID {
+		return 0, false
+	}
+	return n, true
 }

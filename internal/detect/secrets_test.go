@@ -55,3 +55,27 @@ func TestSecretsByIdentity(t *testing.T) {
 		},
 	})
 }
+
+// TestOtherEnviron: another process's environment is a secret read; a
+// process's own is not.
+func TestOtherEnviron(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "a tool call reads the agent's environment",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat /proc/$PPID/environ")
+				cat := ag.spawn(200, "t1", "/usr/bin/cat", "cat", "/proc/100/environ")
+				cat.open("/proc/100/environ", "read")
+				cat.open("/proc/200/environ", "read")
+				cat.open("/proc/self/environ", "read")
+			},
+			want: []string{"high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, "environment of process 100") || fs[0].ToolCallID != "t1" {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+	})
+}

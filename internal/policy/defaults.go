@@ -42,6 +42,8 @@ var (
 	sshClients    = []string{"ssh", "scp", "sftp", "ssh-add", "ssh-agent", "ssh-keygen"}
 	npmClients    = []string{"npm", "npx", "pnpm", "pnpx", "yarn", "bun"}
 	chromeClients = []string{"chrome", "google-chrome*", "chromium*", "brave*", "msedge", "microsoft-edge*"}
+	pgClients     = []string{"psql", "pg_dump", "pg_dumpall", "pg_restore", "pgcli", "createdb", "dropdb"}
+	mysqlClients  = []string{"mysql", "mysqldump", "mariadb", "mariadb-dump", "mycli"}
 )
 
 // DefaultSensitivePaths are credential stores. Own clients (npm reading
@@ -90,6 +92,59 @@ var DefaultSensitivePaths = []PathRule{
 	{Path: "~/.config/BraveSoftware/**/Login Data", Clients: chromeClients},
 	{Path: "~/.config/microsoft-edge/**/Cookies", Clients: chromeClients},
 	{Path: "~/.config/microsoft-edge/**/Login Data", Clients: chromeClients},
+	// Database clients.
+	{Path: "~/.pgpass", Clients: pgClients},
+	{Path: "~/.my.cnf", Clients: mysqlClients},
+	{Path: "~/.mylogin.cnf", Clients: mysqlClients},
+	{Path: "~/.config/pgcli/config", Clients: []string{"pgcli"}, Severity: "medium"},
+	// Cloud command lines.
+	{Path: "~/.oci/config", Clients: []string{"oci"}},
+	{Path: "~/.oci/**", Clients: []string{"oci"}},
+	{Path: "~/.config/doctl/config.yaml", Clients: []string{"doctl"}},
+	{Path: "~/.fly/config.yml", Clients: []string{"fly", "flyctl"}},
+	{Path: "~/.config/hcloud/cli.toml", Clients: []string{"hcloud"}},
+	{Path: "~/.config/scw/config.yaml", Clients: []string{"scw"}},
+	{Path: "~/.aliyun/config.json", Clients: []string{"aliyun"}},
+	{Path: "~/.s3cfg", Clients: []string{"s3cmd"}},
+	{Path: "~/.boto", Clients: []string{"gsutil", "boto"}},
+	{Path: "~/.config/glab-cli/config.yml", Clients: []string{"glab"}},
+	{Path: "~/.config/hub", Clients: []string{"hub"}},
+	{Path: "~/.terraformrc", Clients: []string{"terraform", "tofu"}},
+	{Path: "~/.config/op/**", Clients: []string{"op"}},
+	{Path: "~/.config/age/keys.txt", Clients: []string{"age", "sops"}},
+	// Package registries' tokens.
+	{Path: "~/.m2/settings.xml", Clients: []string{"mvn", "mvnw", "java"}, Severity: "medium"},
+	{Path: "~/.m2/settings-security.xml", Clients: []string{"mvn", "mvnw", "java"}},
+	{Path: "~/.gradle/gradle.properties", Clients: []string{"gradle", "gradlew", "java"}, Severity: "medium"},
+	{Path: "~/.nuget/NuGet/NuGet.Config", Clients: []string{"dotnet", "nuget", "mono"}, Severity: "medium"},
+	{Path: "~/.composer/auth.json", Clients: []string{"composer", "php"}},
+	{Path: "~/.config/composer/auth.json", Clients: []string{"composer", "php"}},
+	{Path: "~/.bundle/config", Clients: []string{"bundle", "bundler", "ruby"}, Severity: "medium"},
+	{Path: "~/.config/pip/pip.conf", Clients: []string{"pip", "pip3", "python", "uv"}, Severity: "medium"},
+	{Path: "~/.pip/pip.conf", Clients: []string{"pip", "pip3", "python", "uv"}, Severity: "medium"},
+	// Model hubs.
+	{Path: "~/.cache/huggingface/token", Clients: []string{"huggingface-cli", "hf"}},
+	{Path: "~/.cache/huggingface/stored_tokens", Clients: []string{"huggingface-cli", "hf"}},
+	{Path: "~/.huggingface/token", Clients: []string{"huggingface-cli", "hf"}},
+	{Path: "~/.kaggle/kaggle.json", Clients: []string{"kaggle"}},
+	// Sync tools.
+	{Path: "~/.config/rclone/rclone.conf", Clients: []string{"rclone"}},
+	{Path: "~/.dropbox/**", Clients: []string{"dropbox"}},
+	{Path: "~/.config/syncthing/**", Clients: []string{"syncthing"}, Severity: "medium"},
+	// Shell and REPL histories: commands typed with their tokens.
+	{Path: "~/.bash_history", Clients: []string{"bash"}, Severity: "medium"},
+	{Path: "~/.zsh_history", Clients: []string{"zsh"}, Severity: "medium"},
+	{Path: "~/.local/share/fish/fish_history", Clients: []string{"fish"}, Severity: "medium"},
+	{Path: "~/.python_history", Clients: []string{"python"}, Severity: "medium"},
+	{Path: "~/.psql_history", Clients: pgClients, Severity: "medium"},
+	{Path: "~/.mysql_history", Clients: mysqlClients, Severity: "medium"},
+	{Path: "~/.node_repl_history", Clients: []string{"node"}, Severity: "medium"},
+	{Path: "~/.sqlite_history", Clients: []string{"sqlite3"}, Severity: "medium"},
+	{Path: "~/.rediscli_history", Clients: []string{"redis-cli"}, Severity: "medium"},
+	// Service-account tokens and the system's own secrets.
+	{Path: "/var/run/secrets/**", Clients: []string{"kubectl"}},
+	{Path: "/run/secrets/**", Clients: []string{"kubectl"}},
+	{Path: "/etc/ssh/ssh_host_*_key", Clients: []string{"sshd", "ssh-keygen"}},
 	{Path: "/etc/shadow", Clients: []string{"login", "su", "sudo", "passwd", "unix_chkpwd"}},
 	{Path: "/etc/gshadow", Clients: []string{"login", "su", "sudo", "gpasswd"}},
 	{Path: "!**/.env.example"},
