@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -30,13 +31,75 @@ func (s *facts) footholdChange(i int) int32 {
 	return -1
 }
 
-// System package managers run maintainer scripts that add users, cron
-// jobs, units and setuid programs as a matter of course; the project
-// tools install git hooks (husky, pre-commit, lefthook).
+// A system package manager installing from the system's repositories
+// (signed, and the packages the system already trusts) writes users, cron
+// jobs, units and setuid programs as a matter of course, itself or
+// through its maintainer scripts; a package file the session brought
+// (dpkg -i ./x.deb, apt install ./x.deb, rpm -i) is code like any other,
+// and so is what a dependency's install hook writes (an npm postinstall
+// runs in node_modules). The project's own hook managers (husky,
+// pre-commit, lefthook, a prepare script of the project's package.json)
+// install its git hooks.
 var (
 	systemInstallers = []string{"dpkg", "apt", "apt-get", "aptitude", "rpm", "dnf", "yum", "apk", "brew", "pacman", "zypper"}
 	hookInstallers   = []string{"npm", "pnpm", "yarn", "bun", "pre-commit", "husky", "lefthook"}
 )
+
+// repositoryInstall returns the system installer image id runs under, ""
+// for none or for one installing a package file rather than from the
+// system's repositories (an argument naming a .deb, .rpm or .apk).
+func (s *facts) repositoryInstall(id string) string {
+	local := false
+	by := ""
+	check := func(im *lineage.Image) bool {
+		for _, n := range s.programNames(im.ID) {
+			if !slices.Contains(systemInstallers, n) {
+				continue
+			}
+			if by == "" {
+				by = n
+			}
+			if x := s.tree.ExecOf(im.ID); x != nil && slices.ContainsFunc(x.Argv()[min(1, len(x.Argv())):], packageFile) {
+				local = true
+			}
+		}
+		return false
+	}
+	if im := s.tree.Image(id); im != nil {
+		check(im)
+	}
+	s.tree.HasAncestor(id, check)
+	if local {
+		return ""
+	}
+	return by
+}
+
+// packageFile reports whether a command-line argument names a package
+// file the session brought: not one of the package managers' own caches,
+// where apt, dnf and pacman put what they fetched from the repositories
+// before they hand it to dpkg or rpm.
+func packageFile(a string) bool {
+	if strings.HasPrefix(a, "/var/cache/") {
+		return false
+	}
+	for _, ext := range []string{".deb", ".rpm", ".apk", ".pkg.tar.zst", ".pkg.tar.xz"} {
+		if strings.HasSuffix(a, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// projectHook returns the hook installer image id runs under when it runs
+// for the project itself, "" otherwise: a dependency's install script runs
+// in its node_modules directory, not the project's.
+func (s *facts) projectHook(id string) string {
+	if x := s.tree.ExecOf(id); x != nil && strings.Contains(x.Cwd(), "/node_modules/") {
+		return ""
+	}
+	return s.installedBy(id, hookInstallers)
+}
 
 // installedBy returns the installer among names that image id or one of
 // its ancestors runs, "" for none: the program the kernel ran
@@ -67,21 +130,51 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 	var g groups
 	for i := range s.byEvent {
 		id := s.footholdChange(i)
-		if id < 0 {
-			continue
+		if id < 0 || s.byEvent[i].flags&fOwn != 0 {
+			continue // nothing changed, or the agent's own bookkeeping
 		}
 		r, ok := s.matchOf(l, i, id)
-		if !ok {
+		if ok && r.IsClient(s.programNames(s.events[i].ExecID)) {
+			// The program whose configuration it is writing it (git
+			// init and git config writing .git/config): its commands
+			// are judged by what they set (persistenceCommand).
 			continue
+		}
+		dir := false
+		if !ok {
+			// A directory replaced (a symlink made, or a directory moved,
+			// onto its name) is written into: what the list covers
+			// inside it now comes from elsewhere.
+			if r, ok = s.replacedDir(l, i, id); !ok {
+				continue
+			}
+			dir = true
 		}
 		e, p := s.events[i], s.paths.strs[id]
 		level, note := sev(r, e, p)
+		if dir {
+			note = joinNote("the directory itself was replaced (a symlink or a rename onto it)", note)
+		}
 		call, who := s.actor(e)
 		g.add(p+"\x00"+s.actorKey(e), func() *accessGroup {
 			return &accessGroup{path: p, who: who, call: call, sev: level, note: note}
 		}, e.Seq)
 	}
 	return &g
+}
+
+// replacedDir is the entry of list l that covers what is inside the path
+// with id, when events[i] made that path (a symlink, a rename onto it).
+func (s *facts) replacedDir(l *pathList, i int, id int32) (policy.PathRule, bool) {
+	e := s.events[i]
+	if e.Kind != event.KindLink && e.Kind != event.KindRename {
+		return policy.PathRule{}, false
+	}
+	h := s.home
+	if x := s.homeOf(e); x > 0 {
+		h = s.homes[x]
+	}
+	return l.ask(s, s.paths.strs[id]+"/_", h)
 }
 
 // footholdFindings turns groups into findings titled title + the path.

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -86,10 +87,35 @@ func TestPersistence(t *testing.T) {
 				ag := b.agent(100, "/usr/local/bin/claude")
 				b.shell("t1", "apt-get install -y logrotate")
 				a := ag.spawn(200, "t1", "/usr/bin/apt-get", "apt-get", "install", "-y", "logrotate")
-				d := a.spawn(201, "", "/usr/bin/dpkg", "dpkg", "--unpack", "x.deb")
+				d := a.spawn(201, "", "/usr/bin/dpkg", "dpkg", "--unpack", "/var/cache/apt/archives/logrotate_3.21_amd64.deb")
 				d.open("/etc/cron.daily/logrotate", "write,create")
 			},
 			want: []string{"low persistence"},
+		},
+		{
+			name: "a package file the session brought: its maintainer script's cron job and setuid shell",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "dpkg -i ./helper.deb")
+				d := ag.spawn(200, "t1", "/usr/bin/dpkg", "dpkg", "-i", "./helper.deb")
+				post := d.spawn(201, "", "/bin/sh", "/bin/sh", "/var/lib/dpkg/info/helper.postinst", "configure")
+				post.open("/etc/cron.d/helper", "write,create")
+				c := post.open("/usr/local/bin/sh2", "write,create")
+				c.Mode = event.Ptr(uint32(0o4755))
+			},
+			want: []string{"high persistence", "high privilege-escalation", "low claim-edit-mismatch"},
+		},
+		{
+			name: "a dependency's postinstall plants a git hook",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "npm install")
+				n := ag.spawn(200, "t1", "/usr/bin/node", "node", "/usr/lib/node_modules/npm/bin/npm-cli.js", "install")
+				h := n.spawn(201, "", "/bin/sh", "sh", "-c", "node install.js")
+				h.exec.Process.Cwd = proj + "/node_modules/evil"
+				h.open(proj+"/.git/hooks/pre-commit", "write,create")
+			},
+			want: []string{"high persistence"},
 		},
 		{
 			name: "a cron job by a shell calling itself dpkg is no package install",
@@ -147,3 +173,47 @@ func TestPrivilegeEscalation(t *testing.T) {
 }
 
 func (p *tproc) emit(e *event.Event) *event.Event { return p.b.emit(p, e) }
+
+// TestPersistenceByClass: the classes of later code execution beyond the
+// fixed list: a system program shadowed earlier on PATH, a directory of
+// hooks replaced by a symlink, a .pth file, a git config written directly.
+func TestPersistenceByClass(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("no /usr/bin/git to shadow on this machine")
+	}
+	runCases(t, []ruleCase{
+		{
+			name: "git shadowed in ~/.local/bin",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cp evil ~/.local/bin/git")
+				cp := ag.spawn(200, "t1", "/usr/bin/cp", "cp", "evil", home+"/.local/bin/git")
+				cp.open(home+"/.local/bin/git", "write,create")
+			},
+			want: []string{"high persistence"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := find(t, fs, "persistence"); !strings.Contains(f.Detail, "shadows /usr/bin/git") {
+					t.Errorf("finding %+v", f)
+				}
+			},
+		},
+		{
+			name: "the hooks directory replaced by a symlink; a .pth file; .git/config written",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "setup")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "setup")
+				sh.emit(&event.Event{Kind: event.KindLink, Path: proj + "/.git/hooks", Path2: "/tmp/h", Result: event.Ptr(int64(0)),
+					Flags: event.Ptr(uint32(1 << 31))})
+				sh.open(home+"/.local/lib/python3.11/site-packages/zz.pth", "write,create")
+				sh.open(proj+"/.git/config", "write")
+			},
+			want: []string{"high persistence", "high persistence", "high persistence"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, "replaced") || !strings.Contains(fs[0].Detail, "git hook") {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+	})
+}

@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -30,17 +32,21 @@ func persistence(s *run) []Finding {
 		sev := severity(r.Severity, s.rule.Severity)
 		note := "ATT&CK " + persistenceTechnique(p)
 		if strings.Contains(p, "/.git/hooks/") {
-			if by := s.installedBy(e.ExecID, hookInstallers); by != "" {
+			if by := s.projectHook(e.ExecID); by != "" {
 				return SeverityLow, note + "; installed by " + by + ", as hook managers do"
 			}
-		} else if strings.HasPrefix(p, "/etc/") || strings.HasPrefix(p, "/var/") || strings.HasPrefix(p, "/run/") {
+		} else if strings.HasPrefix(p, "/etc/") || strings.HasPrefix(p, "/var/") || strings.HasPrefix(p, "/run/") || strings.HasPrefix(p, "/usr/") {
+			if by := s.repositoryInstall(e.ExecID); by != "" {
+				return SeverityLow, note + "; written by a package install from the system's repositories (" + by + ")"
+			}
 			if by := s.installedBy(e.ExecID, systemInstallers); by != "" {
-				return SeverityLow, note + "; written by a package install (" + by + ")"
+				note += "; written by the install of a package file the session brought (" + by + ")"
 			}
 		}
 		return sev, note
 	})
 	out := s.footholdFindings(g, "Persistence planted: ", "was changed")
+	out = append(out, shadowingPrograms(s)...)
 	for _, i := range s.execs {
 		e := s.events[i]
 		what, ok := persistenceCommand(e.Argv())
@@ -48,17 +54,114 @@ func persistence(s *run) []Finding {
 			continue
 		}
 		sev, note := s.rule.Severity, ""
-		if by := s.installedBy(e.ExecID, append(slices.Clone(hookInstallers), systemInstallers...)); by != "" {
-			sev, note = SeverityLow, "run by a package install ("+by+")"
+		if by := s.repositoryInstall(e.ExecID); by != "" {
+			sev, note = SeverityLow, "run by a package install from the system's repositories ("+by+")"
+		} else if by := s.projectHook(e.ExecID); by != "" && strings.Contains(strings.Join(e.Argv(), " "), "hooksPath") {
+			sev, note = SeverityLow, "run by "+by+" for the project, as hook managers do"
 		}
 		out = append(out, s.commandFinding(e, sev, note, "Persistence command: "+excerpt(strings.Join(e.Argv(), " "), 60), what))
 	}
 	return out
 }
 
+// Program directories searched before the system's own on the usual
+// PATH: a program there runs instead of the system's of its name.
+var (
+	earlyPathDirs  = []string{"/usr/local/bin", "/usr/local/sbin"}
+	earlyHomeDirs  = []string{".local/bin", "bin"}
+	systemPathDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin"}
+	// Language package managers install console scripts into
+	// ~/.local/bin and /usr/local/bin (pip's own pip among them).
+	scriptInstallers = []string{"pip", "pip3", "pipx", "uv", "npm", "pnpm", "yarn", "cargo", "go", "gem"}
+)
+
+// shadowingPrograms are the findings on files written into a program
+// directory searched before the system's (~/.local/bin, ~/bin,
+// /usr/local/bin) under the name of a system program (git, sudo, ssh):
+// every later command of that name runs the new file.
+func shadowingPrograms(s *run) []Finding {
+	var g groups
+	for i := range s.byEvent {
+		id := s.byEvent[i].written
+		if id < 0 || s.byEvent[i].flags&fOwn != 0 {
+			continue
+		}
+		e, p := s.events[i], s.paths.strs[id]
+		dir, name := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		if !s.earlyProgramDir(dir) || name == "" || s.inWorkspace(p) {
+			continue
+		}
+		shadowed := ""
+		for _, d := range systemPathDirs {
+			if fi, err := os.Stat(path.Join(d, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				shadowed = path.Join(d, name)
+				break
+			}
+		}
+		if shadowed == "" {
+			continue
+		}
+		sev := s.rule.Severity
+		note := "it shadows " + shadowed + ", ATT&CK T1574.007 (Path Interception by PATH Environment Variable)"
+		if by := s.installedBy(e.ExecID, scriptInstallers); by != "" {
+			sev, note = SeverityMedium, note+"; installed by "+by+", which puts its console scripts there"
+		}
+		call, who := s.actor(e)
+		g.add(p+"\x00"+s.actorKey(e), func() *accessGroup {
+			return &accessGroup{path: p, who: who, call: call, sev: sev, note: note}
+		}, e.Seq)
+	}
+	return s.footholdFindings(&g, "Program shadowed on PATH: ", "was written")
+}
+
+// earlyProgramDir reports whether dir is searched before the system's
+// program directories on the usual PATH.
+func (s *facts) earlyProgramDir(dir string) bool {
+	if slices.Contains(earlyPathDirs, dir) {
+		return true
+	}
+	for _, h := range s.homes {
+		for _, d := range earlyHomeDirs {
+			if dir == path.Join(h, d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gitRunsValue reports whether git runs the value of setting key as a
+// program: the keys above, and the command and driver settings of
+// filters, diff and merge drivers and credential helpers.
+func gitRunsValue(key string) bool {
+	k := strings.ToLower(key)
+	if slices.Contains(gitRunKeys, k) {
+		return true
+	}
+	for _, p := range gitRunPrefixes {
+		if strings.HasPrefix(k, p) && (strings.HasSuffix(k, ".clean") || strings.HasSuffix(k, ".smudge") ||
+			strings.HasSuffix(k, ".process") || strings.HasSuffix(k, ".command") || strings.HasSuffix(k, ".driver") ||
+			strings.HasSuffix(k, ".textconv") || strings.HasSuffix(k, ".helper")) {
+			return true
+		}
+	}
+	return false
+}
+
 // persistenceTechnique names the ATT&CK technique of a persistence path.
 func persistenceTechnique(p string) string {
 	switch {
+	case strings.HasSuffix(p, "/.ssh/config"), strings.HasPrefix(p, "/etc/ssh/ssh_config"):
+		return "T1546 (Event Triggered Execution: ssh runs the ProxyCommand and LocalCommand its configuration names)"
+	case strings.HasSuffix(p, "/.git/config"), strings.HasSuffix(p, "gitconfig"), strings.HasSuffix(p, "/git/config"), strings.HasSuffix(p, "hgrc"):
+		return "T1546 (Event Triggered Execution: version control runs what its configuration names)"
+	case strings.HasSuffix(p, ".pth"), strings.HasSuffix(p, "customize.py"):
+		return "T1546 (Event Triggered Execution: the interpreter loads it at every start)"
+	case strings.Contains(p, "/apt/"):
+		return "T1546 (Event Triggered Execution: apt runs its hooks)"
+	case strings.HasSuffix(p, ".md") || strings.Contains(p, "/.claude/") || strings.Contains(p, "/.codex/") || strings.Contains(p, "/.gemini/"):
+		return "AML.T0081 (Modify AI Agent Configuration: every later session reads it)"
 	case strings.Contains(p, "/.ssh/"), strings.HasPrefix(p, "/etc/ssh/"):
 		return "T1098.004 (SSH Authorized Keys)"
 	case strings.Contains(p, "cron"):
@@ -69,7 +172,7 @@ func persistenceTechnique(p string) string {
 		return "T1574.006 (Dynamic Linker Hijacking)"
 	case strings.Contains(p, "autostart"):
 		return "T1547.013 (XDG Autostart Entries)"
-	case strings.Contains(p, "/.git/hooks/"):
+	case strings.Contains(p, "/.git/hooks/"), strings.HasSuffix(p, "/.git/hooks"):
 		return "T1546 (Event Triggered Execution: a git hook)"
 	case strings.Contains(p, "Launch"):
 		return "T1543.001 (Launch Agent)"
@@ -79,8 +182,16 @@ func persistenceTechnique(p string) string {
 	return "T1546.004 (Unix Shell Configuration Modification)"
 }
 
-// gitRunKeys are git settings whose value git runs as a program.
-var gitRunKeys = []string{"core.sshcommand", "core.hookspath", "core.fsmonitor", "core.pager", "core.editor"}
+// gitRunKeys are git settings whose value git runs as a program (or, for
+// hooksPath, the directory of the programs it runs).
+var gitRunKeys = []string{"core.sshcommand", "core.hookspath", "core.fsmonitor", "core.pager", "core.editor",
+	"core.askpass", "credential.helper", "diff.external", "gpg.program", "sequence.editor",
+	"uploadpack.packobjectshook", "sendemail.smtpserver"}
+
+// gitRunPrefixes are families of git settings whose values run programs:
+// filters (clean, smudge, process), diff drivers and merge drivers. An
+// alias whose value starts with "!" runs it through the shell.
+var gitRunPrefixes = []string{"filter.", "diff.", "merge.", "credential."}
 
 // persistenceCommand says what argv plants, when it is a command that
 // installs something to run later: a crontab, an at job, a service
@@ -115,7 +226,7 @@ func persistenceCommand(argv []string) (string, bool) {
 			if a == "--get" || a == "--get-all" || a == "-l" || a == "--list" || a == "--unset" || a == "--unset-all" {
 				return "", false
 			}
-			if slices.Contains(gitRunKeys, strings.ToLower(a)) && i+1 < len(rest) {
+			if i+1 < len(rest) && (gitRunsValue(a) || strings.HasPrefix(strings.ToLower(a), "alias.") && strings.HasPrefix(rest[i+1], "!")) {
 				return "sets " + a + ", a git setting git runs as a program (ATT&CK T1546, Event Triggered Execution)", true
 			}
 		}

@@ -16,7 +16,7 @@ func init() {
 			event.KindChown, event.KindXattr},
 		Summary:  "who may do what was changed: sudoers, accounts and groups, PAM, setuid or setgid bits, file capabilities, ACLs, ownership",
 		Severity: SeverityHigh,
-		Frameworks: Frameworks{ATTACK: []string{"T1548.001", "T1548.003", "T1136", "T1098", "T1222.002"},
+		Frameworks: Frameworks{ATTACK: []string{"T1548.001", "T1548.003", "T1136", "T1098", "T1222.002", "T1547.006"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		check: privilegeEscalation,
 	})
@@ -28,8 +28,11 @@ const modeSetuid, modeSetgid = 0o4000, 0o2000
 // privilegeEscalation is the privilege-escalation rule.
 func privilegeEscalation(s *run) []Finding {
 	byInstall := func(e *event.Event) (Severity, string) {
+		if by := s.repositoryInstall(e.ExecID); by != "" {
+			return SeverityLow, "by a package install from the system's repositories (" + by + ")"
+		}
 		if by := s.installedBy(e.ExecID, systemInstallers); by != "" {
-			return SeverityLow, "by a package install (" + by + ")"
+			return s.rule.Severity, "by the install of a package file the session brought (" + by + ")"
 		}
 		return s.rule.Severity, ""
 	}
@@ -175,6 +178,11 @@ func privilegeTechnique(p string) string {
 		return "T1548.003 (Sudo and Sudo Caching)"
 	case p == "/etc/passwd", p == "/etc/shadow", p == "/etc/subuid", p == "/etc/subgid":
 		return "T1136 (Create Account) / T1098 (Account Manipulation)"
+	case strings.HasPrefix(p, "/proc/sys/"), strings.HasPrefix(p, "/sys/"), strings.Contains(p, "modprobe"),
+		strings.Contains(p, "/udev/"), strings.Contains(p, "binfmt"):
+		return "T1547.006 (Kernel Modules and Extensions): the kernel runs what it names, as root"
+	case strings.HasPrefix(p, "/var/lib/dpkg/"):
+		return "T1554 (Compromise Host Software Binary): dpkg's checksums vouch for the system's programs"
 	}
 	return "T1098 (Account Manipulation)"
 }
