@@ -42,6 +42,7 @@ type facts struct {
 
 	dnsByPID  map[uint32][]*event.Event
 	dnsSent   map[pidPeer]bool // peers a process sent a message to that parsed as DNS
+	sentTo    map[uint32]bool  // processes with a recorded send (a destination named per message)
 	connected map[pidPeer]bool // peers a process connected to (isEgress)
 	accepted  map[uint32]bool  // processes that accepted a connection
 	answers   map[netip.Addr]*event.Event
@@ -246,6 +247,7 @@ func (s *facts) walk() {
 	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}
+	s.sentTo = map[uint32]bool{}
 	var mode accessMode
 	for i, e := range s.events {
 		f := fact{path: -1, written: -1}
@@ -280,6 +282,8 @@ func (s *facts) walk() {
 			}
 		case event.KindDNS, event.KindBind, event.KindAccept:
 			s.netIndex(e)
+		case event.KindSend:
+			s.sentTo[e.PID] = true
 		}
 		s.byEvent[i] = f
 	}

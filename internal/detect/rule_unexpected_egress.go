@@ -101,10 +101,18 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 	switch {
 	case f.flags&fEgress != 0:
 		return "", true
+	case e.Kind == event.KindSend && (e.Family() == "ipv4" || e.Family() == "ipv6") && e.Addr() != "" && e.Port() != 53 && !e.Failed():
+		// A datagram (or a raw packet) to a destination named in the
+		// call: UDP carries data out as well as a connection does.
+		if s.internalLoopback(e) {
+			return "", false
+		}
+		return "a datagram", true
 	case f.flags&fNetSent != 0 && unrecordedPeer(e):
-		// An unconnected socket (UDP sendto) records no destination; a
-		// process whose DNS messages do not explain it sent elsewhere.
-		if len(s.dnsByPID[e.PID]) > 0 || s.accepted[e.PID] || s.agentOwn(e) {
+		// An unconnected socket (UDP sendto) records no destination:
+		// its send events name them (above). A process whose DNS
+		// messages or recorded sends do not explain it sent elsewhere.
+		if len(s.dnsByPID[e.PID]) > 0 || s.sentTo[e.PID] || s.accepted[e.PID] || s.agentOwn(e) {
 			return "", false
 		}
 		return bytesize(e.BytesSent()) + " sent on an unconnected socket", true
@@ -166,12 +174,16 @@ func egressFinding(s *run, d *egressDest) Finding {
 		detail = fmt.Sprintf("%s tried to connect to %s, %s; the isolation refused it (EPERM)", d.who, d.display, covered)
 	}
 	switch {
+	case d.low && d.after:
+		// After a secret was read, nothing the tree could arrange (a
+		// lookup of an allowed name before the connect, a fetch the
+		// transcript names) vouches for where the bytes went.
+		sev = SeverityHigh
+		detail += "; bytes left for it after a credential or agent configuration was read in the same session (see the sensitive-read / agent-config-read findings): a possible exfiltration. " +
+			"What would otherwise lower it does not count after a secret read: " + d.why
 	case d.low:
 		sev = SeverityLow
 		detail += "; " + d.why
-		if d.after {
-			detail += ". A credential or agent configuration was read earlier in the session (see the sensitive-read / agent-config-read findings)"
-		}
 	case d.after:
 		sev = SeverityHigh
 		detail += "; bytes left for it after a credential or agent configuration was read in the same session (see the sensitive-read / agent-config-read findings): a possible exfiltration"
@@ -187,7 +199,7 @@ func egressFinding(s *run, d *egressDest) Finding {
 	if d.blocked {
 		title += " (blocked)"
 	}
-	f := s.finding(sev, title, detail+".", d.call, capped(d.seqs, 20), d.after && !d.low)
+	f := s.finding(sev, title, detail+".", d.call, capped(d.seqs, 20), d.after)
 	f.Blocked = d.blocked
 	return f
 }
