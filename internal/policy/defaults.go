@@ -263,6 +263,19 @@ var DefaultArtifacts = []string{
 	"*.gem", "*.tgz", "*.whl", "*.tar.gz", "*.crate", "*.nupkg", "*.vsix",
 }
 
+// DefaultUnixPeers are the programs outside the traced tree a process
+// of the tree may reach over a Unix socket or a FIFO without a finding:
+// the system's own services, which serve every process the same way (name
+// lookups, the logs, the session bus, the key agents). Anything else on
+// the other end (a terminal multiplexer's server, a helper started before
+// the session, a container daemon) can act for the tree outside it
+// (escaped-tree).
+var DefaultUnixPeers = []string{
+	"systemd", "systemd-*", "init", "dbus-daemon", "dbus-broker", "dbus-broker-launch", "nscd", "unscd", "sssd*",
+	"ssh-agent", "gpg-agent", "keyboxd", "scdaemon", "gnome-keyring-daemon", "polkitd", "rsyslogd", "syslog-ng",
+	"pipewire", "pipewire-pulse", "wireplumber", "pulseaudio", "Xorg", "Xwayland", "avahi-daemon", "cupsd",
+}
+
 // DefaultAgentPrograms are the agents' program names, from their
 // profiles. Without a
 // transcript, the traced command's own process and the processes of these

@@ -105,6 +105,9 @@ type Policy struct {
 	BuildTools       []string
 	Artifacts        []string
 	AgentPrograms    []string
+	// UnixPeers are the programs outside the tree its processes may
+	// reach over Unix sockets and FIFOs (escaped-tree).
+	UnixPeers []string
 	// AllowedPrograms and AllowedPaths are an allowlist policy's (one
 	// `policy learn` writes): when set, unexpected-program reports every
 	// program run outside AllowedPrograms and unexpected-path every path
@@ -151,6 +154,7 @@ func Default() *Policy {
 		BuildTools:       slices.Clone(DefaultBuildTools),
 		Artifacts:        slices.Clone(DefaultArtifacts),
 		AgentPrograms:    slices.Clone(DefaultAgentPrograms),
+		UnixPeers:        slices.Clone(DefaultUnixPeers),
 		Thresholds:       DefaultThresholds,
 	}
 	for _, id := range ruleIDs {
@@ -187,6 +191,7 @@ type file struct {
 	BuildTools       []string        `yaml:"build_tools"`
 	Artifacts        []string        `yaml:"artifacts"`
 	AgentPrograms    []string        `yaml:"agent_programs"`
+	UnixPeers        []string        `yaml:"unix_peers"`
 	AllowedPrograms  []string        `yaml:"allowed_programs"`
 	AllowedPaths     []string        `yaml:"allowed_paths"`
 	Thresholds       *thresholdsFile `yaml:"thresholds"`
@@ -271,6 +276,7 @@ func Parse(data []byte, name string) (*Policy, error) {
 	strs(&p.BuildTools, f.BuildTools)
 	strs(&p.Artifacts, f.Artifacts)
 	strs(&p.AgentPrograms, f.AgentPrograms)
+	strs(&p.UnixPeers, f.UnixPeers)
 	strs(&p.AllowedPrograms, f.AllowedPrograms)
 	strs(&p.AllowedPaths, f.AllowedPaths)
 	if f.Thresholds != nil {
@@ -512,6 +518,10 @@ func (p *Policy) BuildTool(names []string) bool { return NameSet(p.BuildTools).H
 
 // AgentProgram reports whether a process going by names is an AI agent.
 func (p *Policy) AgentProgram(names []string) bool { return NameSet(p.AgentPrograms).Has(names) }
+
+// UnixPeer reports whether names (a process's program names) are a
+// program the tree may reach over a Unix socket or a FIFO.
+func (p *Policy) UnixPeer(names []string) bool { return NameSet(p.UnixPeers).Has(names) }
 
 // ProgramsAllowlisted reports whether the policy lists the programs
 // allowed (AllowedPrograms): an allowlist policy.

@@ -95,7 +95,7 @@ func (p *Policy) Marshal() ([]byte, error) {
 	}{
 		{"noise_paths", p.NoisePaths}, {"test_runners", p.TestRunners}, {"test_files", p.TestFiles},
 		{"package_managers", p.PackageManagers}, {"publish_commands", p.PublishCommands},
-		{"build_tools", p.BuildTools}, {"artifacts", p.Artifacts}, {"agent_programs", p.AgentPrograms},
+		{"build_tools", p.BuildTools}, {"artifacts", p.Artifacts}, {"agent_programs", p.AgentPrograms}, {"unix_peers", p.UnixPeers},
 		{"allowed_programs", p.AllowedPrograms}, {"allowed_paths", p.AllowedPaths},
 	} {
 		add(doc, l.key, strList(l.list))
