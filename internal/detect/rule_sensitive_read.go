@@ -52,7 +52,11 @@ func sensitiveRead(s *run) []Finding {
 		case s.agentOwn(e):
 			sev, note = SeverityInfo, "the agent's own start-up or bookkeeping read"
 		case r.IsClient(names):
-			sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
+			if why := s.oracleUse(e, r.Clients); why != "" {
+				note = fmt.Sprintf("its own client (%s), %s", strings.Join(names, "/"), why)
+			} else {
+				sev, note = SeverityInfo, fmt.Sprintf("read by its own client (%s)", strings.Join(names, "/"))
+			}
 		}
 		path := e.Path
 		if alias != "" {

@@ -1,10 +1,12 @@
 package detect
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
 )
 
@@ -84,4 +86,122 @@ func otherEnviron(e *event.Event) (pid int, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// A credential's own client is trusted with it when it uses it with its
+// own service (ssh connecting with the key, git pushing with the stored
+// password). Asked to hand it over (print it, or run with a library or a
+// helper program someone else chose), it is an oracle, and its read is a
+// read like any other's. oracleUse says why, "" for an ordinary use.
+func (s *facts) oracleUse(e *event.Event, clients []string) string {
+	// What the caller asked for is the command of the topmost client in
+	// the chain that reads it (git push, which runs git-remote-https,
+	// which runs git credential-store get): walk up while the parent is
+	// a client too.
+	top := s.tree.Image(e.ExecID)
+	for n := 0; top != nil && top.Process != nil && top.Process.Parent != nil && n < 16; n++ {
+		parent := top.Process.Parent
+		if !policy.NameSet(clients).Has(s.programNames(parent.ID)) {
+			break
+		}
+		top = parent
+	}
+	for _, id := range []string{e.ExecID, topID(top)} {
+		x := s.tree.ExecOf(id)
+		if x == nil {
+			continue
+		}
+		for _, kv := range x.Env() {
+			name, _, _ := strings.Cut(kv, "=")
+			switch name {
+			case "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "NODE_OPTIONS", "BASH_ENV":
+				return "run with " + name + " set, which loads or runs a program of the caller's choosing"
+			}
+		}
+		if h := helperOption(x.Argv()); h != "" {
+			return "run with " + h + ", which runs a program of the caller's choosing"
+		}
+	}
+	if x := s.tree.ExecOf(topID(top)); x != nil && printsCredential(x.Argv()) {
+		return "asked to print it (`" + excerpt(strings.Join(x.Argv(), " "), 60) + "`): the output goes to whoever asked"
+	}
+	return ""
+}
+
+// topID is im's id, "" for none.
+func topID(im *lineage.Image) string {
+	if im == nil {
+		return ""
+	}
+	return im.ID
+}
+
+// helperOption returns the option of argv that makes a credential's
+// client run another program: ssh's ProxyCommand or LocalCommand, scp's
+// and rsync's transport, git's ssh command or askpass.
+func helperOption(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	prog := policy.ProgramName(argv[0])
+	for i, a := range argv[1:] {
+		la := strings.ToLower(a)
+		switch {
+		case (prog == "ssh" || prog == "scp" || prog == "sftp") && (strings.Contains(la, "proxycommand") || strings.Contains(la, "localcommand") || strings.Contains(la, "permitlocalcommand")):
+			return a
+		case prog == "scp" && a == "-S", prog == "rsync" && (a == "-e" || strings.HasPrefix(a, "--rsh")):
+			if i+2 < len(argv) || strings.HasPrefix(a, "--rsh=") {
+				return a
+			}
+		case prog == "git" && (strings.HasPrefix(la, "core.sshcommand=") || strings.HasPrefix(la, "core.askpass=") || strings.HasPrefix(la, "credential.helper=")):
+			return a
+		}
+	}
+	return ""
+}
+
+// printsCredential reports whether argv asks its program to print a
+// credential rather than use it: git's credential subcommands, the cloud
+// command lines' token and export commands, kubectl's raw config, a
+// docker credential helper's get, the password stores' show and read.
+func printsCredential(argv []string) bool {
+	if len(argv) < 2 {
+		return false
+	}
+	prog, args := policy.ProgramName(argv[0]), argv[1:]
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if !slices.Contains(args, w) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case prog == "git":
+		return has("credential", "fill") || has("credential", "get") || has("credential-store", "get") || has("credential-cache", "get")
+	case strings.HasPrefix(prog, "git-credential-"), strings.HasPrefix(prog, "docker-credential-"):
+		return has("get")
+	case prog == "gh":
+		return has("auth", "token") || has("auth", "status", "--show-token") || has("auth", "status", "-t")
+	case prog == "aws":
+		return has("configure", "get") || has("configure", "export-credentials") || has("sts", "get-session-token")
+	case prog == "gcloud":
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "print-") && strings.HasSuffix(a, "-token") })
+	case prog == "az":
+		return has("account", "get-access-token")
+	case prog == "kubectl":
+		return has("config", "view", "--raw") || has("config", "view", "--flatten")
+	case prog == "npm":
+		return has("token") || has("config", "get")
+	case prog == "op":
+		return has("read") || has("item", "get")
+	case prog == "pass":
+		return has("show") || len(args) == 1 && !strings.HasPrefix(args[0], "-")
+	case prog == "secret-tool":
+		return has("lookup")
+	case prog == "vault":
+		return has("read") || has("kv", "get") || has("token", "lookup")
+	}
+	return false
 }

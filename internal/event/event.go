@@ -105,10 +105,13 @@ type Process struct {
 	// HOME=…, sudo -u, a CI runner).
 	Home string `json:"home,omitempty"`
 	// Env are the variables of the exec's environment that say where
-	// agents keep their files (agent.LocationVars: CODEX_HOME, ...), as
-	// NAME=value, read as HOME is: what transcript discovery follows, so
-	// a report made later, as another user or in another environment,
-	// finds what the agent wrote.
+	// agents keep their files (agent.LocationVars: CODEX_HOME, ...) and
+	// that change what a program runs beyond its argv (LD_PRELOAD,
+	// GIT_SSH_COMMAND, ...), as NAME=value, read as HOME is: what
+	// transcript discovery follows (so a report made later, as another
+	// user or in another environment, finds what the agent wrote), and
+	// what says a credential's client was run with a helper or a library
+	// of someone else's.
 	Env    []string `json:"env,omitempty"`
 	UID    *uint32  `json:"uid,omitempty"`
 	SHA256 string   `json:"sha256,omitempty"`

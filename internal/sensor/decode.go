@@ -365,8 +365,12 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 }
 
 // locationVars are the environment variables an exec records beside its
-// HOME: where the agents keep their transcripts (agent.LocationVars).
-var locationVars = agent.LocationVars()
+// HOME: where the agents keep their transcripts (agent.LocationVars), and
+// those that change what a program runs beyond its argv (a preloaded
+// library, the program git or ssh runs for a connection or a password),
+// which decide whether a credential's own client can be trusted with it.
+var locationVars = append(agent.LocationVars(), "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH",
+	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "NODE_OPTIONS", "BASH_ENV")
 
 // locationEnv returns the locationVars set in env, the environment the
 // kernel copied at an exec, as NAME=value; a variable past the copy is
