@@ -89,8 +89,8 @@ type facts struct {
 	workspace    []string
 	progNames    [][]string
 	// secrets are the credential files known by identity, each with the
-	// id of its name (secrets.go).
-	secrets map[fileID]int32
+	// id of its name, for as long as it stood for it (secrets.go).
+	secrets map[fileID][]secretSpan
 }
 
 // fact is what the rules ask of one event.

@@ -22,33 +22,85 @@ import (
 // fileID is a file's identity: its device and inode as stat(2) gives them.
 type fileID struct{ dev, ino uint64 }
 
-// learnSecrets fills s.secrets: the identities of meta.Secrets, then of
-// every file opened by the name of a credential file (the sensitive and
-// agent-config lists), each with the id of that name.
+// secretSpan is a credential file's identity while it stands for that
+// file: from the event that bound it (0: the session's start) until the
+// name's file was replaced or removed (a rename onto the name, an unlink
+// of it), after which the inode number can be given to another file.
+type secretSpan struct {
+	path     int32 // the credential file's name
+	from, to uint64 // seqs; to 0 while it lasts
+}
+
+// learnSecrets fills s.secrets: the identities of meta.Secrets from the
+// start, then of every file opened by the name of a credential file (the
+// sensitive and agent-config lists), each for as long as it is that
+// file. A credential moved away keeps its identity (that is what the
+// identity is for); the file a name held is gone once another is renamed
+// onto the name or the name is removed.
 func (s *facts) learnSecrets() {
-	s.secrets = map[fileID]int32{}
-	for _, x := range s.in.Meta.Secrets {
-		k := fileID{x.Dev, x.Ino}
-		if _, ok := s.secrets[k]; !ok {
-			s.secrets[k] = s.addPath(x.Path)
+	s.secrets = map[fileID][]secretSpan{}
+	byPath := map[int32]fileID{} // the identity each name holds now
+	bind := func(k fileID, id int32, seq uint64) {
+		if old, ok := byPath[id]; ok && old != k {
+			s.endSecret(old, seq)
 		}
+		if spans := s.secrets[k]; len(spans) > 0 && spans[len(spans)-1].to == 0 {
+			return // already bound
+		}
+		s.secrets[k] = append(s.secrets[k], secretSpan{path: id, from: seq})
+		byPath[id] = k
+	}
+	for _, x := range s.in.Meta.Secrets {
+		bind(fileID{x.Dev, x.Ino}, s.addPath(x.Path), 0)
 	}
 	for i := range s.byEvent {
 		e := s.events[i]
-		if e.Kind != event.KindOpen || e.Object == nil || s.byEvent[i].path < 0 || e.Failed() {
-			continue
-		}
-		k := fileID{e.Object.Dev, e.Object.Ino}
-		if _, ok := s.secrets[k]; ok {
-			continue
-		}
-		id := s.byEvent[i].path
-		if _, ok := s.matchOf(setSensitive, i, id); ok {
-			s.secrets[k] = id
-		} else if _, ok := s.matchOf(setAgentConfig, i, id); ok {
-			s.secrets[k] = id
+		switch e.Kind {
+		case event.KindRename, event.KindUnlink:
+			if e.Failed() {
+				continue
+			}
+			// The name that lost its file: a rename's target, an
+			// unlink's path.
+			lost := s.byEvent[i].path
+			if e.Kind == event.KindRename {
+				lost = s.pathID(e.Path2)
+			}
+			if k, ok := byPath[lost]; ok {
+				s.endSecret(k, e.Seq)
+				delete(byPath, lost)
+			}
+		case event.KindOpen:
+			if e.Object == nil || s.byEvent[i].path < 0 || e.Failed() {
+				continue
+			}
+			id := s.byEvent[i].path
+			if _, ok := s.matchOf(setSensitive, i, id); !ok {
+				if _, ok := s.matchOf(setAgentConfig, i, id); !ok {
+					continue
+				}
+			}
+			bind(fileID{e.Object.Dev, e.Object.Ino}, id, e.Seq)
 		}
 	}
+}
+
+// endSecret ends identity k's current span at seq.
+func (s *facts) endSecret(k fileID, seq uint64) {
+	if spans := s.secrets[k]; len(spans) > 0 && spans[len(spans)-1].to == 0 {
+		spans[len(spans)-1].to = seq
+	}
+}
+
+// secretAt returns the name of the credential file identity k stood for
+// at event seq.
+func (s *facts) secretAt(k fileID, seq uint64) (int32, bool) {
+	for _, sp := range s.secrets[k] {
+		if sp.from <= seq && (sp.to == 0 || seq < sp.to) {
+			return sp.path, true
+		}
+	}
+	return -1, false
 }
 
 // secretMatch is matchOf for a list of credential files (setSensitive,
@@ -63,7 +115,7 @@ func (s *facts) secretMatch(l *pathList, i int, id int32) (r policy.PathRule, al
 	if e.Object == nil {
 		return policy.PathRule{}, "", false
 	}
-	canon, known := s.secrets[fileID{e.Object.Dev, e.Object.Ino}]
+	canon, known := s.secretAt(fileID{e.Object.Dev, e.Object.Ino}, e.Seq)
 	if !known || canon == id {
 		return policy.PathRule{}, "", false
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // TestSecretsByIdentity: the same credential file under another name is
@@ -125,6 +126,26 @@ func TestClientAsOracle(t *testing.T) {
 				scp.open(home+"/.ssh/id_ed25519", "read")
 			},
 			want: []string{"high sensitive-read"},
+		},
+	})
+}
+
+// TestSecretIdentityReused: an inode number freed when a credential file
+// was replaced (an agent rewriting its config through a rename) and given
+// to a workspace file later is no credential.
+func TestSecretIdentityReused(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "the agent rewrites ~/.claude.json; its old inode number comes back as calc.sh",
+			build: func(b *builder) {
+				b.secrets = []manifest.Secret{{Path: home + "/.claude.json", Dev: 2049, Ino: 500}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				ag.open(home+"/.claude.json.tmp.1", "write,create")
+				ag.rename(home+"/.claude.json.tmp.1", home+"/.claude.json")
+				b.tool("t1", transcript.KindEdit, proj+"/calc.sh")
+				ag.inCall("t1").openObj(proj+"/calc.sh", "read", 2049, 500)
+			},
+			want: nil,
 		},
 	})
 }
