@@ -117,7 +117,7 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 			return err
 		}
 	}
-	err = r.Events(f, func(ev *event.Event) error {
+	err = r.EventsContext(ctx, f, func(ev *event.Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -184,7 +184,7 @@ func Replay(ctx context.Context, path string, o EngineOptions) (*Engine, []sessi
 	// Sized up front: growing a million-event slice by doubling copies it
 	// a dozen times and leaves the old arrays to the GC.
 	eng.events = make([]*event.Event, 0, min(m.Events, maxPresize))
-	err = r.Events(session.Filter{}, func(e *event.Event) error {
+	err = r.EventsContext(ctx, session.Filter{}, func(e *event.Event) error {
 		if eng.Len()%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				// Returned as is by Events, which names the session

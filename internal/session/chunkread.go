@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"database/sql/driver"
 	"encoding/hex"
 	"errors"
@@ -80,6 +81,12 @@ func (w *chainWalk) step(first int64, vals []driver.Value) *chunkJob {
 	}
 	j := &chunkJob{row: chunkRow{first, count, ints[1], ints[2], ints[3], ints[4], ints[5]}, verify: w.v3, done: make(chan struct{})}
 	j.data, _ = vals[data].([]byte) // the driver's own copy
+	if j.data == nil {
+		// NULL: chunkSelect leaves out a record larger than
+		// maxChunkBytes, which only damage or a forger makes.
+		j.bad = &Damage{FirstSeq: uint64(first), Count: uint64(count),
+			Problem: fmt.Sprintf("chunk larger than %d MiB or without records; skipped", maxChunkBytes>>20)}
+	}
 	var chain [32]byte
 	linked := true
 	if w.v3 {
@@ -142,11 +149,18 @@ func (w *chainWalk) end(expected uint64) {
 
 // chunkSelect is the column list readChunks reads, first_seq first.
 func chunkSelect(v3 bool) (cols string, n int) {
+	data := fmt.Sprintf("CASE WHEN length(data) <= %d THEN data END", maxChunkBytes)
 	if v3 {
-		return "count, first_ts, min_ts, max_ts, strs_from, strs_end, sum, chain, data", 9
+		return "count, first_ts, min_ts, max_ts, strs_from, strs_end, sum, chain, " + data, 9
 	}
-	return "count, first_ts, min_ts, max_ts, data", 5
+	return "count, first_ts, min_ts, max_ts, " + data, 5
 }
+
+// maxChunkBytes bounds the records of one chunk row the reader loads:
+// 256 events of the largest kind (an exec with a 64 KiB argv and its
+// paths) take under 20 MiB, so a larger one is damage, and is not read
+// into memory.
+const maxChunkBytes = 64 << 20
 
 // readChunks reads the events f selects from a version 2 or 3 file,
 // inside readTx, and returns what it found wrong with the file. Chunks
@@ -156,7 +170,7 @@ func chunkSelect(v3 bool) (cols string, n int) {
 // order carries them, oldest first, to the loop below, which waits for
 // each to be decoded. A chunk that fails its sum or does not decode is
 // skipped, and the rest still read.
-func (r *Reader) readChunks(c driverConn, strs *pathTable, f Filter, fn func(*event.Event) error) ([]Damage, error) {
+func (r *Reader) readChunks(ctx context.Context, c driverConn, strs *pathTable, f Filter, fn func(*event.Event) error) ([]Damage, error) {
 	keep, fds := f.matcher(), fdpath.New()
 	walk := &chainWalk{v3: r.version >= 3, next: 1, prev: chainSeed(r.meta.ID), known: true}
 	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
@@ -192,7 +206,7 @@ func (r *Reader) readChunks(c driverConn, strs *pathTable, f Filter, fn func(*ev
 				return j == nil || (send(order, j) && send(work, j))
 			},
 			bad: func(_ int64, err error) bool { walk.bad(err); return true },
-		}.scan(c)
+		}.scan(ctx, c)
 		walk.end(r.expectedEvents())
 		j := &chunkJob{pre: walk.pending, done: make(chan struct{})}
 		close(j.done)
@@ -273,6 +287,9 @@ func (r *Reader) checkSeal(c driverConn, walk *chainWalk) []Damage {
 	modified := func(why string) []Damage {
 		return []Damage{{Problem: "session modified after recording: " + why, Modified: true}}
 	}
+	if r.unsealable {
+		return nil // said when the file was opened
+	}
 	if r.seal == nil {
 		if r.meta.CleanClose {
 			return modified("closed cleanly but without a seal")
@@ -284,11 +301,11 @@ func (r *Reader) checkSeal(c driverConn, walk *chainWalk) []Damage {
 		st.lost(stage, int64(r.meta.Lost[stage]))
 	}
 	if err := hashLeftovers(c, st); err != nil {
-		return []Damage{{Problem: fmt.Sprintf("leftovers unreadable (%v)", explain(err))}}
+		return []Damage{{Problem: fmt.Sprintf("the seal cannot be checked: the processes left running are unreadable (%v)", explain(err))}}
 	}
 	if r.version >= 4 {
 		if err := hashVerdicts(c, st); err != nil {
-			return []Damage{{Problem: fmt.Sprintf("exec verdicts unreadable (%v)", explain(err))}}
+			return []Damage{{Problem: fmt.Sprintf("the seal cannot be checked: the exec verdicts are unreadable (%v)", explain(err))}}
 		}
 	}
 	state := st.sum()

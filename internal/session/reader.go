@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -36,20 +35,22 @@ var ErrCorrupt = errors.New("session file is damaged")
 // Reader reads one session file. It never writes to it. A damaged file
 // is read as far as it can be: Damage says what could not be.
 type Reader struct {
-	path      string
-	db        *sql.DB
-	meta      Meta
-	version   int64  // the file's schemaVersion
-	rawMeta   string // the meta row as stored, for the seal
-	rawWriter string // the writer row as stored
-	seal      *seal  // nil when the writer never closed the session (or before version 3)
+	path       string
+	db         *sql.DB
+	meta       Meta
+	version    int64  // the file's schemaVersion
+	rawMeta    string // the meta row as stored, for the seal
+	rawWriter  string // the writer row as stored
+	seal       *seal  // nil when the writer never closed the session (or before version 3)
+	unsealable bool   // what the seal covers is partly unreadable: it cannot be checked
 
 	mu        sync.Mutex
-	fileNote  []Damage // found before reading (a truncated file)
+	fileNote  []Damage // found before reading (a truncated file, damaged metadata)
 	damage    []Damage // found by the last full read of the events
 	checked   bool     // the events were read once
 	integrity string
 	warned    map[string]bool
+	aux       *aux // the auxiliary tables, read once (aux.go)
 }
 
 // Filter selects events. Empty fields select everything; within a field
@@ -110,13 +111,15 @@ func open(path string) (*Reader, error) {
 // what it still holds; note then says how short it is. A file with a
 // non-empty -wal is left to SQLite, since the newest pages of a killed
 // writer's session live only in the WAL.
+//
+// Only regular files are read: a FIFO named *.db (or *.db-wal) in a
+// sessions directory, which anything the user runs can make, blocked
+// Open for ever. The file is opened non-blocking and checked on the
+// descriptor, so a FIFO swapped in after a look at its name still cannot
+// block; its companions, which SQLite opens itself, are checked by name.
 func checkFile(path string) (note string, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return "", pe.Err // the caller names the file
-		}
 		return "", err
 	}
 	defer f.Close()
@@ -124,8 +127,10 @@ func checkFile(path string) (note string, err error) {
 	if err != nil {
 		return "", err
 	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w (not a regular file)", ErrNotSession)
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if c, err := os.Lstat(path + suffix); err == nil && !c.Mode().IsRegular() {
+			return "", fmt.Errorf("%w (its %s file is %s)", ErrNotSession, suffix, fileKind(c.Mode()))
+		}
 	}
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
 		return "", nil
@@ -175,13 +180,16 @@ func (r *Reader) load() error {
 		return fmt.Errorf("%w (format version %d)", ErrNotSession, version)
 	}
 	r.version = version
-	var raw string
-	err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'meta'").Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w (no session metadata)", ErrNotSession)
-	}
+	rows, err := r.metaRows(ctx)
 	if err != nil {
-		return explain(err)
+		return err
+	}
+	raw, ok := rows.vals["meta"]
+	switch {
+	case !ok && rows.damaged != nil:
+		return fmt.Errorf("%w: its metadata is unreadable (%v)", ErrCorrupt, explain(rows.damaged))
+	case !ok:
+		return fmt.Errorf("%w (no session metadata)", ErrNotSession)
 	}
 	if err := json.Unmarshal([]byte(raw), &r.meta); err != nil {
 		return fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
@@ -191,30 +199,9 @@ func (r *Reader) load() error {
 	// Computed here, never taken from the file.
 	r.meta.InProgress, r.meta.Integrity = false, ""
 	if r.version >= 3 {
-		if err := r.loadSeal(ctx); err != nil {
-			return err
-		}
+		r.loadSeal(rows)
 	}
-	r.meta.Lost = nil
-	rows, err := r.db.QueryContext(ctx, "SELECT stage, count FROM lost ORDER BY stage")
-	if err != nil {
-		return explain(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var stage string
-		var n int64
-		if err := rows.Scan(&stage, &n); err != nil {
-			return explain(err)
-		}
-		if r.meta.Lost == nil {
-			r.meta.Lost = map[string]uint64{}
-		}
-		r.meta.Lost[stage] = uint64(n)
-	}
-	if err := rows.Err(); err != nil {
-		return explain(err)
-	}
+	r.loadLost(ctx)
 	if !r.meta.CleanClose {
 		// Never closed: the count in the metadata is stale, but seqs are
 		// gap-free, so the largest one is the count.
@@ -236,26 +223,103 @@ func (r *Reader) load() error {
 	return nil
 }
 
-// loadSeal reads the rows a version 3 file adds to meta: the writer's
-// identity and, once closed, the seal.
-func (r *Reader) loadSeal(ctx context.Context) error {
-	err := r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'writer'").Scan(&r.rawWriter)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return explain(err)
+// loadSeal takes the rows a version 3 file adds to meta: the writer's
+// identity and, once closed, the seal. When the meta table is damaged and
+// either is missing, the seal cannot be checked: that is noted as damage,
+// not taken for a session whose seal was removed.
+func (r *Reader) loadSeal(rows metaRows) {
+	r.rawWriter = rows.vals["writer"]
+	raw, sealed := rows.vals["seal"]
+	_, hasWriter := rows.vals["writer"]
+	if rows.damaged != nil && (!sealed || !hasWriter) {
+		r.unsealable = true
+		r.fileNote = append(r.fileNote, Damage{Problem: fmt.Sprintf("its metadata is partly unreadable (%v): the seal cannot be checked", explain(rows.damaged))})
+		return
 	}
-	var raw string
-	err = r.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'seal'").Scan(&raw)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return explain(err)
-	default:
+	if sealed {
 		r.seal = new(seal)
 		if err := json.Unmarshal([]byte(raw), r.seal); err != nil {
 			r.seal = &seal{Digest: "malformed"}
 		}
 	}
-	return nil
+}
+
+// metaRows are the rows of the meta table that could be read, by key;
+// damaged is why some could not (nil when all could).
+type metaRows struct {
+	vals    map[string]string
+	damaged error
+}
+
+// maxMetaBytes bounds a meta row the reader takes (the metadata, the
+// writer, the seal): the largest real one holds a command line and the
+// machine's homes, far less. A larger row is damage or a forger's, and is
+// not decoded.
+const maxMetaBytes = 16 << 20
+
+// metaRows reads the meta table by rowid, around damage: a damaged key
+// index must not hide the metadata (or the seal, which would then read as
+// removed). Only a table that is not there at all is an error.
+func (r *Reader) metaRows(ctx context.Context) (metaRows, error) {
+	m := metaRows{vals: map[string]string{}}
+	err := r.raw(ctx, func(c driverConn) error {
+		return tableScan{table: "meta", key: "rowid", cols: fmt.Sprintf("key, CASE WHEN length(value) <= %d THEN value END", maxMetaBytes), ncols: 2,
+			row: func(_ int64, v []driver.Value) bool {
+				if v[1] == nil {
+					m.damaged = fmt.Errorf("%w: its %s row is larger than %d MiB", ErrCorrupt, textCol(v[0]), maxMetaBytes>>20)
+					return true
+				}
+				m.vals[textCol(v[0])] = textCol(v[1])
+				return true
+			},
+			bad: func(_ int64, err error) bool {
+				if m.damaged == nil {
+					m.damaged = err
+				}
+				return true
+			},
+		}.scan(ctx, c)
+	})
+	if err != nil {
+		return m, explain(err)
+	}
+	return m, nil
+}
+
+// loadLost reads the lost-event counters by rowid, around damage; what
+// cannot be read is noted: the session may have lost more than it says.
+func (r *Reader) loadLost(ctx context.Context) {
+	r.meta.Lost = nil
+	var bad error
+	err := r.raw(ctx, func(c driverConn) error {
+		return tableScan{table: "lost", key: "rowid", cols: "stage, count", ncols: 2,
+			row: func(_ int64, v []driver.Value) bool {
+				n, err := intCol(v[1])
+				if err != nil {
+					bad = fmt.Errorf("%w: a count is not an integer", ErrCorrupt)
+					return true
+				}
+				if r.meta.Lost == nil {
+					r.meta.Lost = map[string]uint64{}
+				}
+				r.meta.Lost[textCol(v[0])] = uint64(n)
+				return true
+			},
+			bad: func(_ int64, err error) bool {
+				if bad == nil {
+					bad = err
+				}
+				return true
+			},
+		}.scan(ctx, c)
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		r.unsealable = true
+		r.fileNote = append(r.fileNote, Damage{Problem: fmt.Sprintf("its lost-event counters are unreadable (%v): events lost while recording may be more than it says", explain(err))})
+	}
 }
 
 // explain turns SQLite's errors about unreadable files into ours.
@@ -313,21 +377,31 @@ func (r *Reader) Path() string { return r.path }
 // cannot be read are skipped, each with a slog warning, and everything
 // else is read. Damage and Meta().Integrity then say what was wrong.
 func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
+	return r.EventsContext(context.Background(), f, fn)
+}
+
+// EventsContext is Events, stopping with ctx's error once ctx is done:
+// between events, and inside the scans that read around damage.
+func (r *Reader) EventsContext(ctx context.Context, f Filter, fn func(*event.Event) error) error {
 	var fnErr error
 	var damage []Damage
-	sums := r.hashes()
-	err := r.raw(func(c driverConn) error {
+	x, err := r.loadAux(ctx)
+	if err != nil {
+		return err
+	}
+	sums := x.hashes()
+	err = r.raw(ctx, func(c driverConn) error {
 		keep := func(ev *event.Event) error {
 			sums.fill(ev)
 			fnErr = fn(ev)
 			return fnErr
 		}
-		return readTx(c, func(c driverConn, strs *pathTable, in *interner) error {
+		return readTx(ctx, c, func(c driverConn, strs *pathTable, in *interner) error {
 			if r.version == 1 {
 				return readEventsV1(c, strs, in, f, keep)
 			}
 			var err error
-			damage, err = r.readChunks(c, strs, f, keep)
+			damage, err = r.readChunks(ctx, c, strs, f, keep)
 			return err
 		})
 	})
@@ -335,17 +409,19 @@ func (r *Reader) Events(f Filter, fn func(*event.Event) error) error {
 		return fnErr
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("read session %s: %w", r.path, ctx.Err())
+		}
 		return fmt.Errorf("read session %s: %w", r.path, explain(err))
 	}
-	r.settle(damage)
+	r.settle(append(slices.Clone(x.damage), damage...))
 	return nil
 }
 
 // raw runs f on one of the pool's connections, at the driver level:
 // database/sql's locking, Scan conversions and copies cost about a second
 // per million rows.
-func (r *Reader) raw(f func(driverConn) error) error {
-	ctx := context.Background()
+func (r *Reader) raw(ctx context.Context, f func(driverConn) error) error {
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -363,18 +439,18 @@ func (r *Reader) raw(f func(driverConn) error) error {
 // readTx runs read on c in one read transaction, with the strings table
 // loaded inside it first, so that the table has every string the events
 // refer to, even on a session a writer is still appending to.
-func readTx(c driverConn, read func(c driverConn, strs *pathTable, in *interner) error) (err error) {
-	ctx := context.Background()
+func readTx(ctx context.Context, c driverConn, read func(c driverConn, strs *pathTable, in *interner) error) (err error) {
 	if _, err := c.ExecContext(ctx, "BEGIN", nil); err != nil {
 		return err
 	}
 	defer func() {
-		if _, rerr := c.ExecContext(ctx, "ROLLBACK", nil); err == nil {
+		// Not ctx: the transaction ends even when ctx is done.
+		if _, rerr := c.ExecContext(context.Background(), "ROLLBACK", nil); err == nil {
 			err = rerr
 		}
 	}()
 	in := newInterner()
-	strs, err := loadStrings(c, in)
+	strs, err := loadStrings(ctx, c, in)
 	if err != nil {
 		return err
 	}
@@ -394,7 +470,12 @@ func (f Filter) matcher() func(*event.Event) bool {
 
 // query runs q on c.
 func query(c driverConn, q string, args []driver.NamedValue) (driver.Rows, error) {
-	st, err := c.PrepareContext(context.Background(), q)
+	return queryContext(context.Background(), c, q, args)
+}
+
+// queryContext runs q on c; SQLite stops it once ctx is done.
+func queryContext(ctx context.Context, c driverConn, q string, args []driver.NamedValue) (driver.Rows, error) {
+	st, err := c.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +484,7 @@ func query(c driverConn, q string, args []driver.NamedValue) (driver.Rows, error
 		st.Close()
 		return nil, fmt.Errorf("sqlite driver statement %T lacks QueryContext", st)
 	}
-	rows, err := qc.QueryContext(context.Background(), args)
+	rows, err := qc.QueryContext(ctx, args)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -422,7 +503,7 @@ func (r stmtRows) Close() error { return errors.Join(r.Rows.Close(), r.st.Close(
 // loadStrings reads the strings table: the strings events refer to by
 // id. Rows SQLite cannot read are left out; the chunks whose strings
 // they were then fail their checksum.
-func loadStrings(c driverConn, in *interner) (*pathTable, error) {
+func loadStrings(ctx context.Context, c driverConn, in *interner) (*pathTable, error) {
 	t := &pathTable{dense: []string{""}}
 	err := tableScan{table: "strings", key: "id", cols: "s", ncols: 1,
 		row: func(id int64, vals []driver.Value) bool {
@@ -430,7 +511,7 @@ func loadStrings(c driverConn, in *interner) (*pathTable, error) {
 			return true
 		},
 		bad: func(int64, error) bool { return true },
-	}.scan(c)
+	}.scan(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -503,31 +584,15 @@ func textCol(v driver.Value) string {
 	return fmt.Sprint(v)
 }
 
-// Leftovers returns the processes still running when tracing stopped.
+// Leftovers returns the processes still running when tracing stopped. A
+// damaged table is read as far as it can be (loadAux); Damage says what
+// was not.
 func (r *Reader) Leftovers() ([]Leftover, error) {
-	rows, err := r.db.QueryContext(context.Background(), "SELECT pid, exec_id, comm, argv FROM leftovers ORDER BY rowid")
+	x, err := r.loadAux(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", r.path, explain(err))
+		return nil, err
 	}
-	defer rows.Close()
-	var out []Leftover
-	for rows.Next() {
-		var l Leftover
-		var pid int64
-		var argv string
-		if err := rows.Scan(&pid, &l.ExecID, &l.Comm, &argv); err != nil {
-			return nil, fmt.Errorf("read session %s: %w", r.path, explain(err))
-		}
-		l.PID = uint32(pid)
-		if err := json.Unmarshal([]byte(argv), &l.Argv); err != nil {
-			return nil, fmt.Errorf("read session %s: %w: leftover %d: %v", r.path, ErrCorrupt, pid, err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read session %s: %w", r.path, explain(err))
-	}
-	return out, nil
+	return x.leftovers, nil
 }
 
 // Close releases the file.
@@ -579,7 +644,11 @@ func (r *Reader) Damage() []Damage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.checked {
-		return slices.Clone(r.fileNote)
+		out := slices.Clone(r.fileNote)
+		if r.aux != nil {
+			out = append(out, r.aux.damage...)
+		}
+		return out
 	}
 	return slices.Clone(r.damage)
 }

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 )
@@ -10,19 +12,28 @@ import (
 // A damaged file (a page overwritten, the file cut short) makes SQLite
 // fail a query at the first row it cannot read, even though most of the
 // table is fine: SQLite reads a missing page as zeros and calls it
-// corrupt. scanTable reads around the damage: it restarts the query
-// after the row that failed, and when the b-tree page holding the next
-// keys is itself unreadable it probes further keys, doubling the step
-// and then halving back, for the first key it can read again. Only what
-// SQLite cannot reach at all (a table whose interior pages are gone) is
-// lost.
+// corrupt. scanTable reads around the damage: it restarts the query at
+// the row after the one that failed, and when the b-tree page holding the
+// next keys is itself unreadable it probes further keys, doubling the
+// step and then halving back, for the first key it can read again. Only
+// what SQLite cannot reach at all (a table whose interior pages are gone)
+// is lost.
+//
+// A damaged b-tree can also answer out of order: a probe for the first
+// key at or after k lands on a smaller key, and a scan hands out keys that
+// go backwards. Resuming at such a key read the same region again and
+// again, for ever (one changed byte in the chunks b-tree's root did
+// that). So the scan keeps one cursor, the first key not yet read, that
+// only ever moves forward: every key below it is refused as damage, every
+// restart moves it past at least one key, and the restarts are bounded
+// (maxRestarts) and stop when the context is done.
 
 // tableScan describes the scan of one table by its INTEGER PRIMARY KEY.
 type tableScan struct {
 	table, key, cols string
 	ncols            int
-	// row is called for each row read, in key order, with the row's
-	// key; false stops the scan.
+	// row is called for each row read, in strictly increasing key order,
+	// with the row's key; false stops the scan.
 	row func(key int64, vals []driver.Value) bool
 	// bad is called where rows could not be read: from is the first key
 	// not read (a lower bound); the next row passed to row, if any, is
@@ -34,49 +45,79 @@ type tableScan struct {
 // unreadable pages.
 const maxProbeStep = int64(1) << 40
 
-// scan runs t on c. It returns an error only for a failure that is not
-// about the file's pages (a table missing altogether, say).
-func (t tableScan) scan(c driverConn) error {
-	after := int64(math.MinInt64)
-	for {
-		err := t.from(c, after, func(key int64) { after = key })
-		if err == nil || errors.Is(err, errStop) {
+// maxRestarts bounds how often one scan resumes after damage. Every
+// restart is past at least one more key, so a scan ends anyway; the bound
+// keeps a file damaged all over from costing minutes. Far more than any
+// real damage needs: each restart skips one unreadable row or region.
+const maxRestarts = 1 << 14
+
+// errDisorder is the error of a row whose key is not after the last one
+// read: the b-tree page that gave it is damaged.
+var errDisorder = fmt.Errorf("%w: keys out of order", ErrCorrupt)
+
+// errGaveUp is the damage the scan notes when it stops at maxRestarts.
+var errGaveUp = fmt.Errorf("%w: damaged in more than %d places; the rest of the table is not read", ErrCorrupt, maxRestarts)
+
+// scan runs t on c. It returns an error for a failure that is not about
+// the file's pages (a table missing altogether, say) and ctx's error once
+// ctx is done.
+func (t tableScan) scan(ctx context.Context, c driverConn) error {
+	next := int64(math.MinInt64) // the first key not yet read
+	for restarts := 0; ; restarts++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if restarts == maxRestarts {
+			t.bad(next, errGaveUp)
 			return nil
+		}
+		done := false
+		err := t.from(ctx, c, next, func(key int64) {
+			if key == math.MaxInt64 {
+				done = true // nothing can come after it
+			}
+			next = key + 1
+		})
+		if err == nil || errors.Is(err, errStop) || done {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if ex := explain(err); errors.Is(ex, ErrNotSession) {
 			return ex
 		}
-		// The row after `after` could not be read. Is its key readable?
-		k, found, perr := t.probe(c, after, false)
+		// The row at or after next could not be read. Is its key readable?
+		k, found, perr := t.probe(ctx, c, next)
 		if perr == nil && found {
-			if !t.bad(k, err) {
+			if !t.bad(k, err) || k == math.MaxInt64 {
 				return nil
 			}
-			after = k // skip the row whose payload is unreadable
+			next = k + 1 // skip the row whose payload is unreadable
 			continue
 		}
 		if perr == nil {
-			t.bad(satAdd(after, 1), err)
+			t.bad(next, err)
 			return nil // the error was past the last row
 		}
 		// The page holding the next keys is unreadable: find the first
 		// key past it that can be read.
-		lo, hi := after, int64(0)
+		lo, hi := next, int64(0)
 		var hiKey int64
 		var hiFound, ok bool
 		for d := int64(1); d <= maxProbeStep; d *= 2 {
-			if k, f, e := t.probe(c, satAdd(after, d), true); e == nil {
-				hi, hiKey, hiFound, ok = satAdd(after, d), k, f, true
+			if k, f, e := t.probe(ctx, c, satAdd(next, d)); e == nil {
+				hi, hiKey, hiFound, ok = satAdd(next, d), k, f, true
 				break
 			}
-			lo = satAdd(after, d)
+			lo = satAdd(next, d)
 		}
-		if !t.bad(satAdd(after, 1), err) || !ok {
+		if !t.bad(next, err) || !ok {
 			return nil
 		}
 		for hi-lo > 1 {
 			mid := lo + (hi-lo)/2
-			if k, f, e := t.probe(c, mid, true); e == nil {
+			if k, f, e := t.probe(ctx, c, mid); e == nil {
 				hi, hiKey, hiFound = mid, k, f
 			} else {
 				lo = mid
@@ -85,7 +126,7 @@ func (t tableScan) scan(c driverConn) error {
 		if !hiFound {
 			return nil
 		}
-		after = hiKey - 1
+		next = hiKey // > next: probe refuses keys below what it asked for
 	}
 }
 
@@ -100,17 +141,23 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// from reads the rows with keys after `after` in order, calling seen with
-// each row's key before passing the row on.
-func (t tableScan) from(c driverConn, after int64, seen func(int64)) error {
-	rows, err := query(c, "SELECT "+t.key+", "+t.cols+" FROM "+t.table+" WHERE "+t.key+" > ? ORDER BY "+t.key,
-		[]driver.NamedValue{{Ordinal: 1, Value: after}})
+// from reads the rows with keys at or after next in order, calling seen
+// with each row's key before passing the row on. A key below the one
+// expected is damage (errDisorder), never passed on.
+func (t tableScan) from(ctx context.Context, c driverConn, next int64, seen func(int64)) error {
+	rows, err := queryContext(ctx, c, "SELECT "+t.key+", "+t.cols+" FROM "+t.table+" WHERE "+t.key+" >= ? ORDER BY "+t.key,
+		[]driver.NamedValue{{Ordinal: 1, Value: next}})
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	row := make([]driver.Value, t.ncols+1)
-	for {
+	for n := 0; ; n++ {
+		if n%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if err := rows.Next(row); err == io.EOF {
 			return nil
 		} else if err != nil {
@@ -120,21 +167,28 @@ func (t tableScan) from(c driverConn, after int64, seen func(int64)) error {
 		if err != nil {
 			return err
 		}
+		if key < next {
+			return errDisorder
+		}
 		seen(key)
+		next = satAdd(key, 1)
 		if !t.row(key, row[1:]) {
 			return errStop
+		}
+		if key == math.MaxInt64 {
+			return nil
 		}
 	}
 }
 
-// probe looks for the first key after k (at or after k when incl), reading
-// only the key, which lives in the b-tree cell and not in overflow pages.
-func (t tableScan) probe(c driverConn, k int64, incl bool) (key int64, found bool, err error) {
-	op := ">"
-	if incl {
-		op = ">="
-	}
-	rows, err := query(c, "SELECT "+t.key+" FROM "+t.table+" WHERE "+t.key+" "+op+" ? ORDER BY "+t.key+" LIMIT 1",
+// checkEvery is how many rows a scan reads between looks at the context.
+const checkEvery = 256
+
+// probe looks for the first key at or after k, reading only the key,
+// which lives in the b-tree cell and not in overflow pages. A key below k
+// (a damaged page answered) is an error: the region is unreadable.
+func (t tableScan) probe(ctx context.Context, c driverConn, k int64) (key int64, found bool, err error) {
+	rows, err := queryContext(ctx, c, "SELECT "+t.key+" FROM "+t.table+" WHERE "+t.key+" >= ? ORDER BY "+t.key+" LIMIT 1",
 		[]driver.NamedValue{{Ordinal: 1, Value: k}})
 	if err != nil {
 		return 0, false, err
@@ -146,6 +200,11 @@ func (t tableScan) probe(c driverConn, k int64, incl bool) (key int64, found boo
 	} else if err != nil {
 		return 0, false, err
 	}
-	key, err = intCol(row[0])
-	return key, err == nil, err
+	if key, err = intCol(row[0]); err != nil {
+		return 0, false, err
+	}
+	if key < k {
+		return 0, false, errDisorder
+	}
+	return key, true, nil
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/polygraph/polygraph/internal/manifest"
 	"io"
 	"slices"
-
-	"github.com/polygraph/polygraph/internal/event"
 )
 
 // Verdict is one integrity verdict row (see manifest.Verdict). Verdicts
@@ -99,65 +97,5 @@ func scanVerdicts(c driverConn, fn func(Verdict)) error {
 		}
 		fn(Verdict{ExecID: textCol(row[0]), Role: textCol(row[1]), Path: textCol(row[2]), SHA256: textCol(row[3]),
 			Status: textCol(row[4]), Data: []byte(textCol(row[5]))})
-	}
-}
-
-// Verdicts returns the integrity verdicts recorded with the session, by
-// exec id and role; none for a session recorded before polygraph checked
-// executables (format version 3 and older).
-func (r *Reader) Verdicts() ([]Verdict, error) {
-	if r.version < 4 {
-		return nil, nil
-	}
-	var out []Verdict
-	err := r.raw(func(c driverConn) error {
-		return scanVerdicts(c, func(v Verdict) { out = append(out, v) })
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read session %s: exec verdicts: %w", r.path, explain(err))
-	}
-	return out, nil
-}
-
-// hashes are the SHA-256 of each exec's binary and script, by exec id,
-// which Events fills into the exec events.
-type hashes map[string][2]string
-
-func (r *Reader) hashes() hashes {
-	vs, err := r.Verdicts()
-	if err != nil || len(vs) == 0 {
-		return nil
-	}
-	h := hashes{}
-	for _, v := range vs {
-		if v.SHA256 == "" {
-			continue
-		}
-		p := h[v.ExecID]
-		switch v.Role {
-		case "binary":
-			p[0] = v.SHA256
-		case "script":
-			p[1] = v.SHA256
-		}
-		h[v.ExecID] = p
-	}
-	return h
-}
-
-// fill sets an exec event's hashes from the verdicts.
-func (h hashes) fill(ev *event.Event) {
-	if h == nil || ev.Kind != event.KindExec || ev.Process == nil {
-		return
-	}
-	p, ok := h[ev.ExecID]
-	if !ok {
-		return
-	}
-	if ev.Process.SHA256 == "" {
-		ev.Process.SHA256 = p[0]
-	}
-	if ev.Process.ScriptSHA256 == "" {
-		ev.Process.ScriptSHA256 = p[1]
 	}
 }
