@@ -67,13 +67,48 @@ func isDefault(home string) bool {
 // (where `sudo polygraph run` records) and home/sessions; for any other
 // home, home/sessions alone.
 func Dirs(home string) []string {
-	dirs := []string{}
+	var out []string
+	for _, d := range storeDirs(home) {
+		out = append(out, d.path)
+	}
+	return out
+}
+
+// storeDir is one directory sessions are read from.
+type storeDir struct {
+	path string
+	sudo bool // the invoking user's directory in the sudo store
+}
+
+// storeDirs is Dirs, with the sudo store marked.
+func storeDirs(home string) []storeDir {
+	var dirs []storeDir
 	if isDefault(home) {
 		if _, uid, _, _ := accounts.InvokingUser(); uid != 0 {
-			dirs = append(dirs, sudoSessionsDir(uid))
+			dirs = append(dirs, storeDir{sudoSessionsDir(uid), true})
 		}
 	}
-	return append(dirs, sessionsDir(home))
+	return append(dirs, storeDir{path: sessionsDir(home)})
+}
+
+// protectedDir says whether dir, in the sudo store, is as createDir left
+// it: root's, and writable by no one else, from the store's root down. A
+// session in it was written by root and by nothing the user ran; a store
+// someone else can write is read like any other directory.
+func protectedDir(dir string) bool {
+	root := filepath.Clean(sudoStore())
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Lstat(d)
+		if err != nil || !st.IsDir() || st.Mode().Perm()&0o022 != 0 {
+			return false
+		}
+		if uid, _, ok := ownerAndChange(st); !ok || uid != 0 {
+			return false
+		}
+		if d == root || d == filepath.Dir(d) {
+			return d == root
+		}
+	}
 }
 
 // guard is how a session recorded as root on behalf of an unprivileged
