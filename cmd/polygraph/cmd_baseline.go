@@ -16,6 +16,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // baselineOptions are the flags of `polygraph baseline`'s verbs.
@@ -127,9 +128,9 @@ func runBaselineLearn(ctx context.Context, opts *baselineOptions, args []string,
 				return fmt.Errorf("write: %w", err)
 			}
 		case learned:
-			fmt.Fprintf(out, "%s: learned into %s (%d sessions)\n", smp.Session, key, len(p.Sessions))
+			fmt.Fprintf(out, "%s: learned into %s (%d sessions)\n", textsafe.Line(smp.Session), textsafe.Line(key), len(p.Sessions))
 		default:
-			fmt.Fprintf(out, "%s: already in %s\n", smp.Session, key)
+			fmt.Fprintf(out, "%s: already in %s\n", textsafe.Line(smp.Session), textsafe.Line(key))
 		}
 	}
 	return flushOut(out)
@@ -165,7 +166,7 @@ func runBaselineShow(ctx context.Context, opts *baselineOptions, args []string, 
 				}
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Key(), len(p.Sessions), p.Updated.Local().Format("2006-01-02 15:04"), strings.Join(kinds, ", "))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", textsafe.Line(p.Key()), len(p.Sessions), p.Updated.Local().Format("2006-01-02 15:04"), textsafe.Line(strings.Join(kinds, ", ")))
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -193,14 +194,14 @@ func runBaselineShow(ctx context.Context, opts *baselineOptions, args []string, 
 // writeProfile prints p for a person: per tool kind, the rates as
 // median (MAD) and each set with how many sessions had each entry.
 func writeProfile(w io.Writer, p *baseline.Profile) {
-	fmt.Fprintf(w, "baseline %s: %d sessions, updated %s\n", p.Key(), len(p.Sessions), p.Updated.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "baseline %s: %d sessions, updated %s\n", textsafe.Line(p.Key()), len(p.Sessions), p.Updated.Local().Format(time.RFC3339))
 	for _, kind := range slices.Sorted(maps.Keys(p.Kinds)) {
 		k := p.Kinds[kind]
 		judged := ""
 		if k.Sessions < baseline.MinSessions {
 			judged = fmt.Sprintf(" (not judged before %d sessions)", baseline.MinSessions)
 		}
-		fmt.Fprintf(w, "\n%s: %d sessions, %d calls%s\n", kind, k.Sessions, k.Calls, judged)
+		fmt.Fprintf(w, "\n%s: %d sessions, %d calls%s\n", textsafe.Line(kind), k.Sessions, k.Calls, judged)
 		rate := func(name string, v []float64) {
 			if len(v) > 0 {
 				med, mad := baseline.MedianMAD(v)
@@ -215,7 +216,7 @@ func writeProfile(w io.Writer, p *baseline.Profile) {
 			}
 			var parts []string
 			for _, key := range slices.Sorted(maps.Keys(m)) {
-				parts = append(parts, fmt.Sprintf("%s (%d)", key, m[key]))
+				parts = append(parts, fmt.Sprintf("%s (%d)", textsafe.Line(key), m[key]))
 			}
 			fmt.Fprintf(w, "  %-22s %s\n", name, strings.Join(parts, ", "))
 		}
@@ -226,7 +227,7 @@ func writeProfile(w io.Writer, p *baseline.Profile) {
 		set("credential paths", k.Sensitive)
 		for _, h := range slices.Sorted(maps.Keys(k.BytesOut)) {
 			med, mad := baseline.MedianMAD(k.BytesOut[h])
-			fmt.Fprintf(w, "  %-22s %s: median %.0f, MAD %.0f\n", "bytes out", h, med, mad)
+			fmt.Fprintf(w, "  %-22s %s: median %.0f, MAD %.0f\n", "bytes out", textsafe.Line(h), med, mad)
 		}
 	}
 }
@@ -274,13 +275,13 @@ func runBaselineCheck(ctx context.Context, opts *baselineOptions, arg string, st
 		return flushOut(out)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(out, "note: %s\n", n)
+		fmt.Fprintf(out, "note: %s\n", textsafe.Line(n))
 	}
 	if p != nil && len(devs) == 0 {
-		fmt.Fprintf(out, "%s: no deviation from baseline %s\n", smp.Session, key)
+		fmt.Fprintf(out, "%s: no deviation from baseline %s\n", textsafe.Line(smp.Session), textsafe.Line(key))
 	}
 	for _, d := range devs {
-		fmt.Fprintf(out, "%-6s %s\n       %s\n", d.Severity, d.Title, d.Detail)
+		fmt.Fprintf(out, "%-6s %s\n       %s\n", d.Severity, textsafe.Line(d.Title), textsafe.Line(d.Detail))
 	}
 	return flushOut(out)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // eventsOptions are the flags of `polygraph events`.
@@ -93,14 +94,15 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	}
 	defer r.Close()
 	m := r.Meta()
+	id := textsafe.Line(m.ID)
 	switch {
 	case m.InProgress:
-		fmt.Fprintf(stderr, "polygraph: note: session %s is still being recorded; events up to the last flush are shown\n", m.ID)
+		fmt.Fprintf(stderr, "polygraph: note: session %s is still being recorded; events up to the last flush are shown\n", id)
 	case !m.CleanClose:
-		fmt.Fprintf(stderr, "polygraph: warning: session %s was not closed cleanly (polygraph was killed or crashed); events up to the last flush are shown\n", m.ID)
+		fmt.Fprintf(stderr, "polygraph: warning: session %s was not closed cleanly (polygraph was killed or crashed); events up to the last flush are shown\n", id)
 	}
 	if n := lostTotal(m.Lost); n > 0 {
-		fmt.Fprintf(stderr, "polygraph: warning: %d events were lost while recording (%s); the timeline has gaps\n", n, lostDetail(m.Lost))
+		fmt.Fprintf(stderr, "polygraph: warning: %d events were lost while recording (%s); the timeline has gaps\n", n, textsafe.Line(lostDetail(m.Lost)))
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
@@ -136,9 +138,9 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	// a filtered read checks the whole file too.
 	switch r.Meta().Integrity {
 	case session.IntegrityModified:
-		fmt.Fprintf(stderr, "polygraph: warning: session %s modified after recording: its hash chain or seal does not match\n", m.ID)
+		fmt.Fprintf(stderr, "polygraph: warning: session %s modified after recording: its hash chain or seal does not match\n", id)
 	case session.IntegrityDamaged:
-		fmt.Fprintf(stderr, "polygraph: warning: session %s is damaged: the events it could not read are not shown\n", m.ID)
+		fmt.Fprintf(stderr, "polygraph: warning: session %s is damaged: the events it could not read are not shown\n", id)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/integrity"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // integrityOptions are the flags of `polygraph integrity`'s verbs.
@@ -112,7 +113,7 @@ func runIntegrityPin(args []string, stdout io.Writer) error {
 	}
 	out := bufio.NewWriter(stdout)
 	for _, n := range names {
-		fmt.Fprintf(out, "pinned %s %s\n", pins[n].SHA256, n)
+		fmt.Fprintf(out, "pinned %s %s\n", pins[n].SHA256, textsafe.Line(n))
 	}
 	return flushOut(out)
 }
@@ -131,7 +132,7 @@ func runIntegrityUnpin(args []string, stdout io.Writer) error {
 	}
 	out := bufio.NewWriter(stdout)
 	for _, n := range removed {
-		fmt.Fprintf(out, "unpinned %s\n", n)
+		fmt.Fprintf(out, "unpinned %s\n", textsafe.Line(n))
 	}
 	return flushOut(out)
 }
@@ -188,7 +189,7 @@ func listPins(store *integrity.Store, asJSON bool, out io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p, pin.SHA256, pin.Size, integrityStamp(pin.PinnedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", textsafe.Line(p), textsafe.Line(pin.SHA256), pin.Size, integrityStamp(pin.PinnedAt))
 	}
 	return tw.Flush()
 }
@@ -217,7 +218,7 @@ func listSeen(store *integrity.Store, asJSON bool, out io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p, s.SHA256, integrityStamp(s.Since), integrityStamp(s.FirstSeen), s.Changes)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", textsafe.Line(p), textsafe.Line(s.SHA256), integrityStamp(s.Since), integrityStamp(s.FirstSeen), s.Changes)
 	}
 	return tw.Flush()
 }
@@ -257,7 +258,7 @@ func runIntegrityCheck(ctx context.Context, opts *integrityOptions, args []strin
 			}
 			continue
 		}
-		fmt.Fprintln(out, describeVerdict(v))
+		fmt.Fprintln(out, textsafe.Line(describeVerdict(v)))
 	}
 	return flushOut(out)
 }

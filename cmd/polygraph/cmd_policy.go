@@ -138,10 +138,10 @@ func runPolicyCheck(ctx context.Context, opts *policyOptions, path string, stdou
 		}
 	} else {
 		for _, e := range errs {
-			fmt.Fprintln(out, e)
+			fmt.Fprintln(out, sanitizeLine(e.Error()))
 		}
 		if len(errs) == 0 {
-			fmt.Fprintf(out, "%s: ok\n", path)
+			fmt.Fprintf(out, "%s: ok\n", sanitizeLine(path))
 		}
 	}
 	if err := flushOut(out); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // sessionsOptions are the flags of `polygraph sessions`.
@@ -72,7 +73,7 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 		return flushOut(out)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(out, "no sessions in %s\n", strings.Join(session.Dirs(home), " or "))
+		fmt.Fprintf(out, "no sessions in %s\n", sanitizeLine(strings.Join(session.Dirs(home), " or ")))
 		return flushOut(out)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -83,10 +84,10 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 			started = m.StartedAt.Local().Format("2006-01-02 15:04:05")
 		}
 		if m.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\terror: %s\n", m.ID, started, sanitizeLine(m.Error))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\terror: %s\n", sanitizeLine(m.ID), started, sanitizeLine(m.Error))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.ID, started, sessionDuration(m),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", sanitizeLine(m.ID), started, sessionDuration(m),
 			m.Events, lostCell(m.Lost), cleanCell(m), exitCell(m.ExitCode), commandCell(m.Command, 60))
 	}
 	if err := tw.Flush(); err != nil {
@@ -189,18 +190,19 @@ func quoteArgv(argv []string) string {
 }
 
 // quoteWord returns s unchanged when it is a plain word, else quoted: Go
-// syntax when it holds control characters or invalid UTF-8 (so nothing
-// reaches the terminal raw), single quotes otherwise.
+// syntax when textsafe would escape it (control characters, invalid
+// UTF-8, bidirectional overrides: nothing reaches the terminal raw),
+// single quotes otherwise.
 func quoteWord(s string) string {
 	if s == "" {
 		return "''"
 	}
+	if textsafe.NeedsEscape(s) {
+		return strconv.Quote(s)
+	}
 	plain := true
 	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || r == '\uFFFD' || (r >= 0x80 && r < 0xa0):
-			return strconv.Quote(s)
-		case strings.ContainsRune(" \t'\"\\$`!*?[]{}()<>|&;#~", r):
+		if strings.ContainsRune(" \t'\"\\$`!*?[]{}()<>|&;#~", r) {
 			plain = false
 		}
 	}
@@ -210,11 +212,6 @@ func quoteWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// sanitizeLine makes s safe to print on one line of a terminal.
-func sanitizeLine(s string) string {
-	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		q := strconv.Quote(s)
-		return q[1 : len(q)-1]
-	}
-	return s
-}
+// sanitizeLine makes s safe to print on one line of a terminal
+// (textsafe.Line).
+func sanitizeLine(s string) string { return textsafe.Line(s) }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -130,7 +131,7 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 	if t.Cwd != "" {
 		head += "  cwd " + t.Cwd
 	}
-	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, textsafe.Line(head))
 	span := ""
 	if !t.StartedAt.IsZero() {
 		span = t.StartedAt.Local().Format("2006-01-02 15:04:05") + " – " + t.EndedAt.Local().Format("15:04:05") + ", "
@@ -156,7 +157,7 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 		if tc.ExitCode != nil {
 			exit = fmt.Sprint(*tc.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clock(tc.StartedAt), tc.Kind, oneLine(tc.Tool, 24), exit, callFlags(tc), shortID(tc.ID), what(tc))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clock(tc.StartedAt), textsafe.Line(string(tc.Kind)), oneLine(tc.Tool, 24), exit, callFlags(tc), textsafe.Line(shortID(tc.ID)), what(tc))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -169,7 +170,7 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tCLAIM\tCALLS\tTEXT")
 	for _, c := range t.Claims {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", clock(c.At), c.Kind, len(c.ToolCallIDs), oneLine(c.Text, 100))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", clock(c.At), textsafe.Line(string(c.Kind)), len(c.ToolCallIDs), oneLine(c.Text, 100))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -210,7 +211,7 @@ func what(tc *transcript.ToolCall) string {
 	case tc.Command != "":
 		return oneLine(tc.Command, 80)
 	case tc.Polls != "":
-		return "polls " + tc.Polls
+		return "polls " + textsafe.Line(tc.Polls)
 	case len(tc.Paths) > 0:
 		return oneLine(strings.Join(tc.Paths, " "), 80)
 	case len(tc.URLs) > 0:
@@ -219,8 +220,10 @@ func what(tc *transcript.ToolCall) string {
 	return ""
 }
 
+// oneLine is s on one line, its runs of white space made one space, safe
+// for the terminal (textsafe.Line), cut to n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = textsafe.Line(strings.Join(strings.Fields(s), " "))
 	if len([]rune(s)) > n {
 		return string([]rune(s)[:n-1]) + "…"
 	}
@@ -294,7 +297,7 @@ func printFound(stdout io.Writer, asJSON bool, found []transcript.Found, home, c
 		return nil
 	}
 	if len(found) == 0 {
-		fmt.Fprintf(stdout, "no transcripts for %s between %s and %s in %s\n", cwd, stamp(from), stamp(to), home)
+		fmt.Fprintf(stdout, "no transcripts for %s between %s and %s in %s\n", textsafe.Line(cwd), stamp(from), stamp(to), textsafe.Line(home))
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -304,7 +307,7 @@ func printFound(stdout io.Writer, asJSON bool, found []transcript.Found, home, c
 		if f.Subagent {
 			path += " (subagent)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Format, shortID(f.SessionID), stamp(f.FirstAt), stamp(f.LastAt), path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Format, textsafe.Line(shortID(f.SessionID)), stamp(f.FirstAt), stamp(f.LastAt), textsafe.Line(path))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/record"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // Exit codes, mapped in one place. `run` passes the traced command's own
@@ -146,14 +147,16 @@ func exitCode(err error, interrupted bool) int {
 		}
 		return exitOK
 	}
+	// An error can name a file the traced tree chose (a session, a
+	// transcript): escaped for the terminal like every other such name.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "polygraph:", ee.err)
+			fmt.Fprintln(os.Stderr, "polygraph:", textsafe.Line(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "polygraph:", err)
+	fmt.Fprintln(os.Stderr, "polygraph:", textsafe.Line(err.Error()))
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage

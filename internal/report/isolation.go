@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // writeIsolation adds an isolated session's lines to the summary: what
@@ -26,7 +27,7 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 	}
 	b.WriteString("\n")
 	if len(iso.Removed) > 0 {
-		fmt.Fprintf(b, "             removed at start (left by killed sessions): %s\n", listed(iso.Removed, 4))
+		fmt.Fprintf(b, "             removed at start (left by killed sessions): %s\n", listed(textsafe.Lines(iso.Removed), 4))
 	}
 	if len(iso.Denied) > 0 {
 		var dests []string
@@ -42,7 +43,7 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 		fmt.Fprintf(b, "  refused    %d network attempts: %s\n", n, listed(dests, 5))
 	}
 	for _, k := range iso.Killed {
-		fmt.Fprintf(b, "  killed     pid %d by a kill rule (%s %s)\n", k.PID, k.What, k.Path)
+		fmt.Fprintf(b, "  killed     pid %d by a kill rule (%s %s)\n", k.PID, k.What, textsafe.Line(k.Path))
 	}
 	if len(iso.Gated) > 0 {
 		var wait time.Duration
@@ -50,7 +51,7 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 		for _, g := range iso.Gated {
 			wait += time.Duration(g.WaitNS)
 			if !g.Allowed {
-				stopped = append(stopped, fmt.Sprintf("%s (%s)", g.Path, g.Status))
+				stopped = append(stopped, fmt.Sprintf("%s (%s)", textsafe.Line(g.Path), g.Status))
 			}
 		}
 		fmt.Fprintf(b, "  exec gate  %d execs judged, mean wait %v", len(iso.Gated), (wait / time.Duration(len(iso.Gated))).Round(time.Microsecond))

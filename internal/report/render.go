@@ -10,6 +10,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -87,6 +88,7 @@ func callLabel(c *transcript.ToolCall) string {
 	return fmt.Sprintf("%s %s", c.Tool, oneLine(what, 90))
 }
 
+// list is listed, "none" for no items.
 func list(items []string, max int) string {
 	if len(items) == 0 {
 		return "none"
@@ -96,7 +98,10 @@ func list(items []string, max int) string {
 
 // WriteText writes the report for a terminal: summary, findings, then
 // per tool call what the agent said and what the kernel saw (calls with
-// findings first), unattributed activity, and claims.
+// findings first), unattributed activity, and claims. Every string that
+// comes from the recording or the transcript goes through textsafe.Line
+// (or %q), so nothing the traced tree named can act on the terminal or
+// fake a line of the report.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	r.textHeader(&b)
@@ -107,9 +112,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, c := range r.Claims {
 		refs := "no tool call"
 		if len(c.ToolCallIDs) > 0 {
-			refs = strings.Join(c.ToolCallIDs, ", ")
+			refs = textsafe.Line(strings.Join(c.ToolCallIDs, ", "))
 		}
-		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), c.Kind, oneLine(c.Text, 100), refs)
+		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), textsafe.Line(string(c.Kind)), oneLine(c.Text, 100), refs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -119,13 +124,13 @@ func (r *Report) WriteText(w io.Writer) error {
 // attribution counts.
 func (r *Report) textHeader(b *strings.Builder) {
 	for _, n := range r.Notes {
-		fmt.Fprintf(b, "note: %s\n", n)
+		fmt.Fprintf(b, "note: %s\n", textsafe.Line(n))
 	}
 	if r.Summary != nil {
 		r.Summary.WriteText(b) // a strings.Builder never fails
 	}
 	if r.Transcript != nil {
-		fmt.Fprintf(b, "  transcript %s (%s, %d tool calls, %d claims", r.Transcript.Path, r.Transcript.Agent, len(r.ToolCalls), len(r.Claims))
+		fmt.Fprintf(b, "  transcript %s (%s, %d tool calls, %d claims", textsafe.Line(r.Transcript.Path), textsafe.Line(r.Transcript.Agent), len(r.ToolCalls), len(r.Claims))
 		if r.Transcript.Warnings > 0 {
 			fmt.Fprintf(b, ", %d unreadable lines", r.Transcript.Warnings)
 		}
@@ -156,16 +161,16 @@ func (r *Report) textFindings(b *strings.Builder) {
 		}
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, f.Title)
+		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, textsafe.Line(f.Title))
 		if f.Detail != "" {
-			for _, l := range strings.Split(strings.TrimSpace(f.Detail), "\n") {
-				fmt.Fprintf(b, "               %s\n", l)
-			}
+			// One line: the rules write none with newlines, so any it
+			// has came from a name in the record.
+			fmt.Fprintf(b, "               %s\n", textsafe.Line(strings.TrimSpace(f.Detail)))
 		}
 		if f.Claim != "" {
 			fmt.Fprintf(b, "               claim: %q\n", oneLine(f.Claim, 120))
 		}
-		tc := f.ToolCallID
+		tc := textsafe.Line(f.ToolCallID)
 		if tc == "" {
 			tc = "unattributed"
 		}
@@ -190,7 +195,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 		if len(v.Findings) > 0 {
 			mark = "!"
 		}
-		fmt.Fprintf(b, "%s %s  %-5s %s  [%s]\n", mark, clock(c.StartedAt), c.Kind, callLabel(c), c.ID)
+		fmt.Fprintf(b, "%s %s  %-5s %s  [%s]\n", mark, clock(c.StartedAt), textsafe.Line(string(c.Kind)), textsafe.Line(callLabel(c)), textsafe.Line(c.ID))
 		said := []string{}
 		switch {
 		case c.Rejected:
@@ -219,22 +224,22 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					case k.ExitCode != nil:
 						st = fmt.Sprintf(", exit %d after %s", *k.ExitCode, time.Duration(k.DurationNS).Round(time.Millisecond))
 					}
-					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(k.Execs, 3)))
+					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(textsafe.Lines(k.Execs), 3)))
 				}
 				if k.CPUNS > 0 || k.MaxRSSKB > 0 {
 					saw = append(saw, fmt.Sprintf("cpu %s, peak rss %s", time.Duration(k.CPUNS).Round(time.Millisecond), bytesText(int64(k.MaxRSSKB)<<10)))
 				}
 				if len(k.Writes) > 0 {
-					saw = append(saw, "wrote "+list(k.Writes, 4))
+					saw = append(saw, "wrote "+list(textsafe.Lines(k.Writes), 4))
 				}
 				if len(k.Reads) > 0 {
 					saw = append(saw, fmt.Sprintf("read %d files", len(k.Reads)))
 				}
 				if len(k.Connects) > 0 {
-					saw = append(saw, "connected to "+list(k.Connects, 4))
+					saw = append(saw, "connected to "+list(textsafe.Lines(k.Connects), 4))
 				}
 				if len(k.DNS) > 0 {
-					saw = append(saw, "looked up "+list(k.DNS, 4))
+					saw = append(saw, "looked up "+list(textsafe.Lines(k.DNS), 4))
 				}
 				if k.Late > 0 {
 					saw = append(saw, fmt.Sprintf("%d events after the call returned", k.Late))
@@ -242,7 +247,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 				fmt.Fprintf(b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
 			}
 			if len(k.Integrity) > 0 {
-				fmt.Fprintf(b, "      integrity:   %s\n", integrityLine(k.Integrity))
+				fmt.Fprintf(b, "      integrity:   %s\n", textsafe.Line(integrityLine(k.Integrity)))
 			}
 		}
 		if len(v.Findings) > 0 {
@@ -255,7 +260,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 // a transcript, only how many there are).
 func (r *Report) textUnattributed(b *strings.Builder) {
 	if r.KernelEvidence && r.Transcript == nil {
-		fmt.Fprintf(b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, r.Session.ID)
+		fmt.Fprintf(b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, textsafe.Line(r.Session.ID))
 	} else if r.KernelEvidence {
 		fmt.Fprintf(b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
 		for i, e := range r.Unattributed {
@@ -263,7 +268,7 @@ func (r *Report) textUnattributed(b *strings.Builder) {
 				fmt.Fprintf(b, "  … %d more (polygraph report --format json lists them all)\n", len(r.Unattributed)-20)
 				break
 			}
-			fmt.Fprintf(b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, e.Comm, e.Kind, eventWhat(e))
+			fmt.Fprintf(b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, textsafe.Line(e.Comm), e.Kind, textsafe.Line(eventWhat(e)))
 		}
 	}
 }

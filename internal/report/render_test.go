@@ -115,8 +115,7 @@ func TestWriteText(t *testing.T) {
 			"  attributed lineage 3, agent-api 2, unattributed 22\n",
 		"\nFINDINGS (2)\n" +
 			"  F1  HIGH     sensitive-read         Credential file read\n" +
-			"               line one\n" +
-			"               line two\n" +
+			"               line one\\nline two\n" + // one line: a newline in a detail came from a name in the record
 			"               tool call: unattributed; evidence: event 1, 2, 3, 4, 5, 6, 7, 8, … 2 more\n" +
 			"               ATT&CK T1552.001 · OWASP LLM06\n" +
 			"  F2  MEDIUM   claim-tests            Tests claimed, not passed\n" +

@@ -11,6 +11,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // Summary accumulates the headline facts of a session from its events.
@@ -170,7 +171,8 @@ func listed(items []string, max int) string {
 }
 
 // oneLine keeps a command on one screen line: newlines shown as \n, and
-// at most max runes.
+// at most max runes. It is not escaping: what it returns goes through
+// textsafe.Line or %q.
 func oneLine(s string, max int) string {
 	s = strings.ReplaceAll(s, "\n", `\n`)
 	if r := []rune(s); len(r) > max {
@@ -182,8 +184,8 @@ func oneLine(s string, max int) string {
 // WriteText writes the one-screen summary.
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "polygraph: session %s\n", s.Session)
-	fmt.Fprintf(&b, "  file       %s\n", s.Path)
+	fmt.Fprintf(&b, "polygraph: session %s\n", textsafe.Line(s.Session))
+	fmt.Fprintf(&b, "  file       %s\n", textsafe.Line(s.Path))
 	status := "unknown"
 	switch {
 	case s.Signal != 0:
@@ -191,7 +193,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	case s.ExitCode != nil:
 		status = fmt.Sprintf("exit %d", *s.ExitCode)
 	}
-	fmt.Fprintf(&b, "  command    %s  (%s, %s)\n", oneLine(strings.Join(s.Command, " "), 100), status, s.Duration)
+	fmt.Fprintf(&b, "  command    %s  (%s, %s)\n", textsafe.Line(oneLine(strings.Join(s.Command, " "), 100)), status, s.Duration)
 	progs := make([]string, 0, len(s.Programs))
 	for p := range s.Programs {
 		progs = append(progs, p)
@@ -203,7 +205,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		return progs[i] < progs[j]
 	})
 	for i, p := range progs {
-		progs[i] = fmt.Sprintf("%s×%d", p, s.Programs[p])
+		progs[i] = fmt.Sprintf("%s×%d", textsafe.Line(p), s.Programs[p])
 	}
 	if len(progs) > 0 {
 		fmt.Fprintf(&b, "  processes  %d started, %d execs: %s\n", s.Processes, s.Execs, listed(progs, 5))
@@ -216,21 +218,21 @@ func (s *Summary) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "             … %d more\n", len(s.FilesWritten)-8)
 			break
 		}
-		fmt.Fprintf(&b, "             %s\n", f)
+		fmt.Fprintf(&b, "             %s\n", textsafe.Line(f))
 	}
 	net := "none"
 	if len(s.Hosts) > 0 {
-		net = listed(s.Hosts, 6)
+		net = listed(textsafe.Lines(s.Hosts), 6)
 	}
 	fmt.Fprintf(&b, "  network    %s (sent %d B, received %d B)\n", net, s.BytesSent, s.BytesRecv)
 	if len(s.DNS) > 0 {
-		fmt.Fprintf(&b, "  dns        %s\n", listed(s.DNS, 6))
+		fmt.Fprintf(&b, "  dns        %s\n", listed(textsafe.Lines(s.DNS), 6))
 	}
 	fmt.Fprintf(&b, "  events     %d recorded, %d lost\n", s.Events, s.LostTotal)
 	if len(s.LeftRunning) > 0 {
 		fmt.Fprintf(&b, "  left running (still alive when tracing stopped):\n")
 		for _, l := range s.LeftRunning {
-			fmt.Fprintf(&b, "             pid %d  %s\n", l.PID, strings.Join(l.Argv, " "))
+			fmt.Fprintf(&b, "             pid %d  %s\n", l.PID, textsafe.Line(strings.Join(l.Argv, " ")))
 		}
 	}
 	if len(s.Unavailable) > 0 {
