@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // ErrNoSession is wrapped by Resolve's error when nothing matches.
@@ -278,7 +279,7 @@ func stored(home string) ([]file, error) {
 // entry is looked at, not opened: one that is not a regular file is
 // returned with bad set.
 func listDir(dir string, protected bool) ([]file, error) {
-	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	d, err := untrusted.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
