@@ -130,8 +130,39 @@ type KindProfile struct {
 }
 
 func newKindProfile() *KindProfile {
-	return &KindProfile{Programs: map[string]int{}, Reads: map[string]int{}, Writes: map[string]int{},
-		Hosts: map[string]int{}, Sensitive: map[string]int{}, BytesOut: map[string][]float64{}}
+	k := &KindProfile{}
+	k.normalize()
+	return k
+}
+
+// normalize gives k every map it lacks.
+func (k *KindProfile) normalize() {
+	for _, m := range []*map[string]int{&k.Programs, &k.Reads, &k.Writes, &k.Hosts, &k.Sensitive} {
+		if *m == nil {
+			*m = map[string]int{}
+		}
+	}
+	if k.BytesOut == nil {
+		k.BytesOut = map[string][]float64{}
+	}
+}
+
+// Normalize makes a profile read from a file whole: a kind without its
+// maps ({"kinds":{"shell":{}}}, or null) gets empty ones. A baseline file
+// is a person's to edit, and sits in a directory anything they run can
+// write; one such file once made baseline learn panic (assignment to
+// entry in nil map).
+func (p *Profile) Normalize() {
+	if p.Kinds == nil {
+		p.Kinds = map[string]*KindProfile{}
+	}
+	for kind, k := range p.Kinds {
+		if k == nil {
+			k = &KindProfile{}
+			p.Kinds[kind] = k
+		}
+		k.normalize()
+	}
 }
 
 // Key names the profile of agent and version: "agent@version", or the
@@ -157,11 +188,12 @@ func (p *Profile) Add(s *Sample, now time.Time) bool {
 	}
 	p.Sessions = append(p.Sessions, s.Session)
 	p.Updated = now
-	if p.Kinds == nil {
-		p.Kinds = map[string]*KindProfile{}
-	}
+	p.Normalize()
 	for _, kind := range slices.Sorted(maps.Keys(s.Kinds)) {
 		a := s.Kinds[kind]
+		if a == nil {
+			continue
+		}
 		k := p.Kinds[kind]
 		if k == nil {
 			k = newKindProfile()

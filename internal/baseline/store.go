@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // Store keeps the profiles as one JSON file each under the polygraph
@@ -37,20 +40,45 @@ func fileName(key string) string {
 	return string(b) + ".json"
 }
 
+// MaxFileBytes bounds a baseline file the store reads: a profile holds
+// sets and a few numbers per session, far less. The files sit where
+// anything the user runs can write, so a larger one, like a FIFO or a
+// device in its place, is refused in one line rather than read.
+const MaxFileBytes = 64 << 20
+
+// maxFiles bounds the files List reads: one per agent and version.
+const maxFiles = 10000
+
 // Load returns the profile with key, nil (and no error) when there is
 // none.
 func (s *Store) Load(key string) (*Profile, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, fileName(key)))
+	p, err := readProfile(filepath.Join(s.dir, fileName(key)), key)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	return p, err
+}
+
+// readProfile reads one profile file (untrusted.ReadFile), whole
+// (Normalize).
+func readProfile(path, name string) (*Profile, error) {
+	b, err := untrusted.ReadFile(path, MaxFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
+	return parseProfile(b, name)
+}
+
+// parseProfile decodes a profile file's content, whole (Normalize).
+func parseProfile(b []byte, name string) (*Profile, error) {
 	var p Profile
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", key, err)
+		return nil, fmt.Errorf("baseline %s: %w", name, err)
 	}
+	p.Normalize()
 	return &p, nil
 }
 
@@ -76,28 +104,36 @@ func (s *Store) Save(p *Profile) error {
 
 // List returns every profile, by key.
 func (s *Store) List() ([]*Profile, error) {
-	ents, err := os.ReadDir(s.dir)
+	d, err := untrusted.OpenDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
+	ents, err := d.ReadDir(maxFiles + 1)
+	d.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	if len(ents) > maxFiles {
+		return nil, fmt.Errorf("baseline: %s holds more than %d files", s.dir, maxFiles)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var out []*Profile
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		p, err := readProfile(filepath.Join(s.dir, e.Name()), name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		}
 		if err != nil {
-			return nil, fmt.Errorf("baseline: %w", err)
+			return nil, err
 		}
-		var p Profile
-		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fmt.Errorf("baseline %s: %w", name, err)
-		}
-		out = append(out, &p)
+		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b *Profile) int { return strings.Compare(a.Key(), b.Key()) })
 	return out, nil
