@@ -205,7 +205,7 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	if err != nil {
 		// The session is safe on disk; say why the report is missing and
 		// keep the command's status.
-		fmt.Fprintf(stderr, "polygraph: session %s recorded, but the report failed: %v\n", res.Meta.ID, err)
+		fmt.Fprintf(stderr, "polygraph: session %s recorded, but the report failed: %s\n", res.Meta.ID, sanitizeLine(err.Error()))
 		return status()
 	}
 	if res.Live != nil {

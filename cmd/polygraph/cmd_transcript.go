@@ -83,7 +83,7 @@ func runTranscript(ctx context.Context, opts *transcriptOptions, args []string, 
 	if err != nil {
 		return err
 	}
-	for _, w := range t.Warnings {
+	for _, w := range append(t.Warnings, t.Limits...) {
 		slog.Warn(w.Message, "at", w.Source)
 	}
 	if opts.json {

@@ -116,6 +116,9 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 	}
 	if tr != nil {
 		r.Transcript = &TranscriptInfo{Path: tr.Path, Format: tr.Format, Agent: tr.Agent, SessionID: tr.SessionID, Warnings: len(tr.Warnings)}
+		for _, l := range tr.Limits {
+			r.Notes = append(r.Notes, "transcript "+l.String())
+		}
 		r.Claims = append(r.Claims, tr.Claims...)
 	}
 	byCall := map[string][]string{}

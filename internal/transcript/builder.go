@@ -46,6 +46,7 @@ func mergeSubagent(t, sub *Transcript, parentID, agentID string) {
 	t.Usage.CacheCreationTokens += sub.Usage.CacheCreationTokens
 	t.Compactions += sub.Compactions
 	t.Warnings = append(t.Warnings, sub.Warnings...)
+	t.Limits = append(t.Limits, sub.Limits...)
 	if !sub.StartedAt.IsZero() && (t.StartedAt.IsZero() || sub.StartedAt.Before(t.StartedAt)) {
 		t.StartedAt = sub.StartedAt
 	}

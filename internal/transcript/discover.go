@@ -64,13 +64,21 @@ func discoverIn(ctx context.Context, home string, getenv func(string) string, cw
 	var cands []candidate
 	for _, prof := range agent.All() {
 		for _, loc := range prof.Transcripts {
-			for _, p := range locate(home, getenv, loc) {
+			for _, p := range locate(home, getenv, loc, maxCandidates-len(cands)) {
 				cands = append(cands, candidate{path: p, anyCwd: loc.AnyCwd})
 			}
 		}
 	}
+	if len(cands) >= maxCandidates {
+		slog.Warn(fmt.Sprintf("transcript discovery looked at the first %d files under %s only (the agents' transcript directories hold more)", maxCandidates, home))
+	}
 	return discoverFiles(ctx, cands, cleanDir(cwd), from, to)
 }
+
+// maxCandidates bounds the files one discovery looks at: the agents'
+// transcript directories are the traced tree's to fill, and each file
+// looked at costs a stat and a read of its head and tail.
+const maxCandidates = 20000
 
 // candidate is a file discovery looks at; anyCwd is its location's AnyCwd.
 type candidate struct {
@@ -159,13 +167,20 @@ func DiscoverCommand(ctx context.Context, argv []string, home string, getenv fun
 	return found, nil
 }
 
-// locate returns the files below loc's roots that its globs match.
-func locate(home string, getenv func(string) string, loc agent.Location) []string {
+// locate returns the files below loc's roots that its globs match, at
+// most limit of them.
+func locate(home string, getenv func(string) string, loc agent.Location, limit int) []string {
 	var out []string
 	for _, root := range loc.Dirs(home, getenv) {
 		for _, g := range loc.Globs {
+			if len(out) >= limit {
+				return out[:max(limit, 0)]
+			}
 			if name, ok := strings.CutPrefix(g, "**/"); ok {
 				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if len(out) >= limit {
+						return fs.SkipAll
+					}
 					if err != nil {
 						return nil
 					}
@@ -180,7 +195,7 @@ func locate(home string, getenv func(string) string, loc agent.Location) []strin
 			out = append(out, m...)
 		}
 	}
-	return out
+	return out[:min(len(out), max(limit, 0))]
 }
 
 func cleanDir(d string) string {

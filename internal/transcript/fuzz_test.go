@@ -91,7 +91,34 @@ func FuzzParseGeminiJSON(f *testing.F)   { fuzzFormat(f, FormatGeminiJSON) }
 func FuzzParseGeminiJSONL(f *testing.F)  { fuzzFormat(f, FormatGeminiJSONL) }
 func FuzzParseOTel(f *testing.F)         { fuzzFormat(f, FormatOTel) }
 func FuzzParseJSONL(f *testing.F)        { fuzzFormat(f, FormatJSONL) }
+func FuzzParseGeminiLogs(f *testing.F)   { fuzzFormat(f, FormatGeminiLogs) }
+func FuzzParseMini(f *testing.F)         { fuzzFormat(f, FormatMini) }
 func FuzzParseSniffed(f *testing.F)      { fuzzFormat(f, "") }
+
+// FuzzParseFile: a file as discovery finds it, read through ParseFile's
+// bounds (a small MaxBytes, so the cut is fuzzed too) and with the
+// subagent files a Claude Code or Gemini transcript links beside it.
+func FuzzParseFile(f *testing.F) {
+	seedLines(f, func(b []byte) { f.Add(b, int64(0)) })
+	f.Fuzz(func(t *testing.T, data []byte, limit int64) {
+		if len(data) > 1<<20 {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "session.jsonl")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := ParseFile(path, Options{MaxBytes: limit % (64 << 10), MaxLine: 1 << 20})
+		if err != nil {
+			return
+		}
+		for _, tc := range tr.ToolCalls {
+			if tc.ID == "" || tc.Kind == "" {
+				t.Fatalf("call without id or kind: %+v", tc)
+			}
+		}
+	})
+}
 
 func fuzzFormat(f *testing.F, format Format) {
 	seedLines(f, func(b []byte) { f.Add(b) })

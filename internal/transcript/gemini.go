@@ -170,7 +170,7 @@ func geminiCall(b *builder, line int, msgTS time.Time, g *geminiToolCall, rewoun
 		case matchInt(reGeminiExit, text) != nil:
 			tc.ExitCode = matchInt(reGeminiExit, text)
 			tc.IsError = tc.IsError || *tc.ExitCode != 0
-		case g.Status == "success" && strings.HasPrefix(untrusted(text), "Output:") && !reGeminiTrouble.MatchString(text):
+		case g.Status == "success" && strings.HasPrefix(unwrapUntrusted(text), "Output:") && !reGeminiTrouble.MatchString(text):
 			// Current releases leave out "Exit Code: 0".
 			tc.ExitCode = intPtr(0)
 		}
@@ -180,9 +180,9 @@ func geminiCall(b *builder, line int, msgTS time.Time, g *geminiToolCall, rewoun
 
 var reGeminiTrouble = regexp.MustCompile(`(?m)^(Error|Signal): `)
 
-// untrusted unwraps the <untrusted_context> envelope Gemini CLI 0.6x puts
+// unwrapUntrusted unwraps the <untrusted_context> envelope Gemini CLI 0.6x puts
 // around tool output.
-func untrusted(text string) string {
+func unwrapUntrusted(text string) string {
 	text = strings.TrimSpace(text)
 	if t, ok := strings.CutPrefix(text, "<untrusted_context>"); ok {
 		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(t), "</untrusted_context>"))

@@ -3,93 +3,42 @@ package transcript
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // ErrNotRegular: the path names a FIFO, device, socket or directory, not a
 // file. Reading one could block forever (a FIFO the traced agent planted
 // where discovery looks), so it is refused before any read.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = untrusted.ErrNotRegular
 
-// openRegular opens path for reading when it is a regular file. It checks
-// twice: before opening, and on the open descriptor, because a FIFO swapped
-// in between would otherwise block; the open itself is non-blocking, so
-// opening such a FIFO returns at once and the second check refuses it.
-// Errors carry the path once, like the *fs.PathError they mostly are.
-func openRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := isRegular(path, st); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err = f.Stat(); err == nil {
-		err = isRegular(path, st)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+// openRegular opens path for reading when it is a regular file, without
+// blocking (untrusted.Open: the type is checked on the descriptor, so a
+// FIFO swapped in under the name cannot block either). Errors carry the
+// path once, like the *fs.PathError they mostly are.
+func openRegular(path string) (*os.File, error) { return untrusted.Open(path) }
 
 // readDir lists the directory path like os.ReadDir, with openRegular's
 // care: a FIFO planted where a directory is expected is not opened
 // blocking.
 func readDir(path string) ([]fs.DirEntry, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := untrusted.OpenDir(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
-	}
 	entries, err := f.ReadDir(-1)
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }
 
-func isRegular(path string, st fs.FileInfo) error {
-	m := st.Mode()
-	if m.IsRegular() {
-		return nil
-	}
-	what := "a special file"
-	switch {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	}
-	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, what)}
-}
+func isRegular(path string, st fs.FileInfo) error { return untrusted.Regular(path, st) }
 
 // pathless drops the "op path: " of a *fs.PathError, for callers whose
 // own message already names the path, so it is not said twice.

@@ -10,6 +10,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // Entry is one item from Reader.Next: exactly one of ToolCall and Claim is set.
@@ -302,6 +304,9 @@ func ParseFile(path string, opts Options) (*Transcript, error) {
 
 // ParseFileContext is ParseFile, stopping with ctx's error once ctx is done.
 func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcript, error) {
+	if opts.budget == nil {
+		opts.budget = &budget{left: opts.maxBytes()}
+	}
 	t, err := parsePath(ctx, path, opts)
 	for try := 0; err == nil && t.incomplete && try < rereads && ctx.Err() == nil; try++ {
 		time.Sleep(rereadWait)
@@ -329,18 +334,69 @@ func ParseFileContext(ctx context.Context, path string, opts Options) (*Transcri
 	return t, nil
 }
 
+// capped reads r up to left bytes, then ends; cut says whether r had
+// more.
+type capped struct {
+	r    io.Reader
+	left int64
+	cut  bool
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+			c.cut = true
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
 // How often, and how far apart, ParseFile reads an incomplete document again.
 const (
 	rereads    = 3
 	rereadWait = 50 * time.Millisecond
 )
 
-// parsePath parses the regular file at path once.
+// parsePath parses the regular file at path once, within what is left of
+// opts.budget: the holes of a sparse file are skipped, and reading stops
+// at the budget's end. Each is said in a warning.
 func parsePath(ctx context.Context, path string, opts Options) (*Transcript, error) {
 	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
 	}
 	defer f.Close()
-	return ParseContext(ctx, f, path, opts)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", path, pathless(err))
+	}
+	if opts.budget.left <= 0 {
+		return nil, fmt.Errorf("read transcript %s: not read: the %s read limit was reached before it", path, untrusted.Size(opts.maxBytes()))
+	}
+	var warns []Warning
+	var r io.Reader = f
+	if onDisk, sparse := untrusted.Sparse(st); sparse {
+		r = untrusted.SkipHoles(f)
+		warns = append(warns, Warning{Source: path, Message: fmt.Sprintf("sparse file (%s long, %s on disk): its holes were skipped",
+			untrusted.Size(st.Size()), untrusted.Size(onDisk))})
+	}
+	c := &capped{r: r, left: opts.budget.left}
+	t, err := ParseContext(ctx, c, path, opts)
+	opts.budget.left = c.left
+	if c.cut {
+		warns = append(warns, Warning{Source: path, Message: fmt.Sprintf("reading stopped at the %s limit on transcript bytes (the file is %s long); the rest is not read",
+			untrusted.Size(opts.maxBytes()), untrusted.Size(st.Size()))})
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Limits = append(t.Limits, warns...)
+	return t, nil
 }

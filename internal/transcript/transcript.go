@@ -146,6 +146,10 @@ type Transcript struct {
 	ExitStatus string    `json:"exit_status,omitempty"`
 	Submission string    `json:"submission,omitempty"`
 	Warnings   []Warning `json:"warnings,omitempty"`
+	// Limits are the read limits reading hit (a sparse file's holes
+	// skipped, reading stopped at Options.MaxBytes), one line each: the
+	// report shows them as notes.
+	Limits []Warning `json:"limits,omitempty"`
 
 	// incomplete: a whole-document transcript ended early (the agent was
 	// rewriting it); a warning says so, and ParseFile reads it again.
@@ -168,12 +172,28 @@ type Options struct {
 	MaxLine int
 	// Format skips sniffing when set.
 	Format Format
+	// MaxBytes bounds the bytes ParseFile reads, its subagents' files
+	// included (the holes of a sparse file are skipped, not counted); 0
+	// means DefaultMaxBytes. A transcript is what the traced agent wrote,
+	// where it or anything it ran can plant a file of any size: past the
+	// bound, reading stops with a warning saying so.
+	MaxBytes int64
+
+	// budget is what is left of MaxBytes, shared by a file and its
+	// subagents' files.
+	budget *budget
 }
+
+// budget is the bytes one ParseFile may still read.
+type budget struct{ left int64 }
 
 // Defaults for Options.
 const (
 	DefaultResultLimit = 1024
 	DefaultMaxLine     = 64 << 20
+	// DefaultMaxBytes is far above any real session's transcript (the
+	// largest seen are tens of MiB), and reads in about a second.
+	DefaultMaxBytes = 1 << 30
 )
 
 // Sentinel errors callers test with errors.Is.
@@ -192,6 +212,13 @@ func (o Options) resultLimit() int {
 		return 0
 	}
 	return o.ResultLimit
+}
+
+func (o Options) maxBytes() int64 {
+	if o.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return o.MaxBytes
 }
 
 func (o Options) maxLine() int {
