@@ -15,6 +15,7 @@ import (
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 type reportOptions struct {
@@ -106,11 +107,28 @@ func checkReportFlags(format, fail string) error {
 	return nil
 }
 
+// loadPolicy reads the policy file at path ("": the built-in policy).
+// Under sudo, a file the invoking user could change is refused: the
+// traced tree runs as that user, and a policy it wrote during one session
+// would decide what the next one reports. The file also becomes a tamper
+// path (policy.Protect), so the tree writing it is a finding.
 func loadPolicy(path string) (*policy.Policy, error) {
 	if path == "" {
 		return policy.Default(), nil
 	}
-	return policy.Load(path)
+	if uid, ok := session.ProtectedUser(); ok {
+		if why, err := untrusted.ChangeableBy(path, uid); err == nil && why != "" {
+			return nil, fmt.Errorf("policy %s is not used under sudo: %s, as anything the traced command runs would be; keep it where only root can write (/etc/polygraph/), or set POLYGRAPH_HOME to run unprotected", path, why)
+		}
+	}
+	pol, err := policy.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pol.Protect(path); err != nil {
+		return nil, err
+	}
+	return pol, nil
 }
 
 // writeReport renders rep in format to the file out, or to stdout.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,4 +80,31 @@ func TestHostileNamesEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("sessions", out.String())
+}
+
+// TestTrustFileWriteIsAFinding: the traced tree writing polygraph's own
+// trust files (the pin file, a baseline, the policy file given) is a
+// finding: what it wrote would decide the next run.
+func TestTrustFileWriteIsAFinding(t *testing.T) {
+	evs := testEvents()
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte("rules: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"/home/dev/.local/share/polygraph/integrity/pins.json", "/home/dev/.local/share/polygraph/baselines/claude.json", pol} {
+		e := &event.Event{TS: testStart.Add(time.Duration(40+i) * time.Millisecond), Kind: event.KindOpen, PID: 101, TID: 101, PPID: 1, Comm: "sh",
+			ExecID: event.ExecID(101, 1), Path: p, Access: "write,create", Result: event.Ptr(int64(5))}
+		e.Complete()
+		evs = append(evs, e)
+	}
+	m := newTestSession(t, evs, nil, false)
+	var out bytes.Buffer
+	if err := runReport(context.Background(), &reportOptions{transcript: "none", format: "text", policy: pol}, []string{m.Path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"integrity/pins.json", "baselines/claude.json", pol} {
+		if !strings.Contains(out.String(), "sandbox-tamper") || !strings.Contains(out.String(), want) {
+			t.Errorf("report has no sandbox-tamper finding for %s:\n%s", want, out.String())
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
@@ -19,11 +20,19 @@ import (
 // profile is small (sets and a few numbers per session), and a file a
 // person can read and diff is worth more than a table.
 type Store struct {
-	dir string
+	dir       string
+	protected bool // the sudo store's: made root's (session.MkdirProtected)
 }
 
-// Open returns the store of the polygraph home home (polygraph's home, session.Home).
-func Open(home string) *Store { return &Store{dir: filepath.Join(home, "baselines")} }
+// Open returns the store of the polygraph home home (session.Home()):
+// under sudo, for the default home, the invoking user's baselines
+// directory in the sudo store, which only root can write
+// (session.ProtectedPath), since anything the user runs can write their
+// home's; else home/baselines.
+func Open(home string) *Store {
+	dir, protected := session.ProtectedPath(home, "baselines")
+	return &Store{dir: dir, protected: protected}
+}
 
 // Dir is where the store keeps its files.
 func (s *Store) Dir() string { return s.dir }
@@ -84,7 +93,11 @@ func parseProfile(b []byte, name string) (*Profile, error) {
 
 // Save writes p, replacing the file atomically.
 func (s *Store) Save(p *Profile) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	mkdir := func(d string) error { return os.MkdirAll(d, 0o700) }
+	if s.protected {
+		mkdir = session.MkdirProtected
+	}
+	if err := mkdir(s.dir); err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
 	b, err := json.MarshalIndent(p, "", "  ")

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/accounts"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // The files under $POLYGRAPH_HOME/integrity. JSON rather than SQLite: the
@@ -58,12 +61,33 @@ type seenDoc struct {
 // leaves the old file whole.
 type Store struct {
 	Dir string
+	// protected: the sudo store's (session.ProtectedPath), whose files
+	// stay root's.
+	protected bool
 }
 
-// OpenStore returns the store under home (polygraph's home, session.Home), creating the
-// directory owned by the invoking user.
+// MaxFileBytes bounds a pin or first-seen file the store reads: a line
+// per file pinned or seen, far less. A larger one is refused in one line.
+const MaxFileBytes = 64 << 20
+
+// OpenStore returns the store of home (session.Home()). Under sudo, for
+// the default home, that is the invoking user's integrity directory in
+// the sudo store, root's: the traced tree runs as the user and once
+// vouched for its own script by writing it into the user's pin file. The
+// pins in the user's home are then not used, and a store that has some
+// says so in one line. Otherwise it is home/integrity, owned by the
+// invoking user.
 func OpenStore(home string) (*Store, error) {
-	dir := filepath.Join(home, "integrity")
+	dir, protected := session.ProtectedPath(home, "integrity")
+	if protected {
+		if err := session.MkdirProtected(dir); err != nil {
+			return nil, fmt.Errorf("integrity store: %w", err)
+		}
+		if own := filepath.Join(home, "integrity", PinsFile); fileExists(own) {
+			slog.Warn(fmt.Sprintf("integrity: the pins in %s are not used under sudo, since anything you run can write them; a sudo run trusts the pins in %s (sudo polygraph integrity pin)", own, dir))
+		}
+		return &Store{Dir: dir, protected: true}, nil
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("integrity store: %w", err)
 	}
@@ -71,6 +95,12 @@ func OpenStore(home string) (*Store, error) {
 		return nil, fmt.Errorf("integrity store: %w", err)
 	}
 	return &Store{Dir: dir}, nil
+}
+
+// fileExists says whether path names anything.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // Pins reads the pin file; a missing file is no pins.
@@ -158,7 +188,7 @@ func (s *Store) MergeSeen(host string, observed map[string]Seen) error {
 }
 
 func (s *Store) read(name string, v any) error {
-	b, err := os.ReadFile(filepath.Join(s.Dir, name))
+	b, err := untrusted.ReadFile(filepath.Join(s.Dir, name), MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -190,7 +220,7 @@ func (s *Store) write(name string, v any) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && !s.protected {
 		err = chownInvoker(tmp)
 	}
 	if err == nil {
@@ -210,8 +240,10 @@ func (s *Store) locked(fn func() error) error {
 		return fmt.Errorf("integrity lock: %w", err)
 	}
 	defer f.Close()
-	if err := chownInvoker(p); err != nil {
-		return fmt.Errorf("integrity lock: %w", err)
+	if !s.protected {
+		if err := chownInvoker(p); err != nil {
+			return fmt.Errorf("integrity lock: %w", err)
+		}
 	}
 	if err := lockFD(f); err != nil {
 		return fmt.Errorf("integrity lock: %w", err)

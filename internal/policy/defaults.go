@@ -169,9 +169,23 @@ var DefaultAgentConfigPaths = pathRules(agent.CredentialFiles())
 var DefaultTranscriptPaths = pathRules(agent.TranscriptFiles())
 
 // DefaultTamperPaths are the agents' safety settings (permissions,
-// sandbox, hooks, approval policy), from their profiles' SandboxSettings.
-// Global (per-user) files rank above project files.
-var DefaultTamperPaths = pathRules(agent.SandboxSettingsFiles())
+// sandbox, hooks, approval policy), from their profiles' SandboxSettings,
+// and polygraph's own: its stores (sessions, integrity pins and
+// first-seen hashes, baselines; the user's and the sudo store) and
+// /etc/polygraph, where a policy only root can change lives. The traced
+// tree writing any of them is changing what polygraph trusts or reports
+// next time (a session planted to be "last", a pin for its own script), so
+// they rank high. Global (per-user) files rank above project files. A
+// policy file given on the command line joins them (Policy.Protect).
+var DefaultTamperPaths = append(pathRules(agent.SandboxSettingsFiles()), PolygraphPaths...)
+
+// PolygraphPaths are polygraph's own stores and configuration, as tamper
+// paths.
+var PolygraphPaths = []PathRule{
+	{Path: "~/.local/share/polygraph/**", Severity: "high"},
+	{Path: "/var/lib/polygraph/**", Severity: "high"},
+	{Path: "/etc/polygraph/**", Severity: "high"},
+}
 
 // pathRules turns profile files into policy path rules.
 func pathRules(files []agent.File) []PathRule {

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
 // Sentinel errors callers test with errors.Is.
@@ -130,6 +131,11 @@ type Policy struct {
 	noise, testFiles, artifacts           *PathSet
 	allowedPaths                          *PathSet
 	testRunners, packageManagers, publish *CommandSet
+
+	// protected are the tamper paths Protect added: the policy file
+	// itself, which is not part of what the policy says (show leaves it
+	// out).
+	protected []PathRule
 }
 
 // Default returns the built-in policy.
@@ -212,10 +218,14 @@ type thresholdsFile struct {
 	DNSWindow         *time.Duration `yaml:"dns_window"`
 }
 
+// MaxFileBytes bounds a policy file Load reads: a FIFO, a device or a
+// file larger than this is refused in one line (untrusted.ReadFile).
+const MaxFileBytes = 16 << 20
+
 // Load reads a policy file (YAML; JSON is YAML too) and applies it to the
 // built-in policy.
 func Load(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := untrusted.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -360,7 +370,7 @@ func (p *Policy) compile() error {
 		{"sensitive_paths", p.SensitivePaths, &p.sensitive},
 		{"agent_config_paths", p.AgentConfigPaths, &p.agentConfig},
 		{"transcript_paths", p.TranscriptPaths, &p.transcripts},
-		{"tamper_paths", p.TamperPaths, &p.tamper},
+		{"tamper_paths", append(slices.Clone(p.protected), p.TamperPaths...), &p.tamper},
 		{"persistence_paths", p.PersistencePaths, &p.persistence},
 		{"privilege_paths", p.PrivilegePaths, &p.privilege},
 		{"noise_paths", plainRules(p.NoisePaths), &p.noise},
@@ -490,6 +500,19 @@ func (p *Policy) AgentConfig(path, home string) (PathRule, bool) {
 // Transcript returns the transcript-location entry p matches.
 func (p *Policy) Transcript(path, home string) (PathRule, bool) {
 	return p.transcripts.Match(path, home)
+}
+
+// Protect makes path (the policy file itself, given on the command line)
+// a tamper path of severity high: the traced tree writing it during the
+// session is a sandbox-tamper finding, since the next run that reads it
+// would apply what the tree wrote.
+func (p *Policy) Protect(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	p.protected = append(p.protected, PathRule{Path: abs, Severity: "high"})
+	return p.compile()
 }
 
 // Tamper returns the safety-settings entry p matches.

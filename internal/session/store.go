@@ -132,14 +132,30 @@ func createDir(home string) (string, *guard, error) {
 		dir := sessionsDir(home)
 		return dir, nil, mkdirOwned(dir, 0o700)
 	}
+	g, err := sudoUserDir(uid, gid)
+	if err != nil {
+		return "", nil, err
+	}
+	d := sudoSessionsDir(uid)
+	if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", nil, err
+	}
+	if err := g.apply(d, true); err != nil {
+		return "", nil, err
+	}
+	return d, g, nil
+}
+
+// sudoUserDir makes the sudo store's root, users/ and uid's directory in
+// it, root's, and returns the guard that gives uid read access.
+func sudoUserDir(uid, gid int) (*guard, error) {
 	g := &guard{uid: uid, gid: -1}
 	if privateGroup(uid, gid) {
 		g.gid = gid
 	}
 	root := sudoStore()
-	userDir := filepath.Dir(sudoSessionsDir(uid))
 	if err := os.MkdirAll(filepath.Join(root, "users"), 0o755); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	// users/ is searchable, not listable: who records is nobody's business.
 	for _, d := range []struct {
@@ -147,18 +163,58 @@ func createDir(home string) (string, *guard, error) {
 		mode fs.FileMode
 	}{{root, 0o755}, {filepath.Join(root, "users"), 0o711}} {
 		if err := rootDir(d.path, d.mode); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
-	for _, d := range []string{userDir, sudoSessionsDir(uid)} {
-		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", nil, err
-		}
-		if err := g.apply(d, true); err != nil {
-			return "", nil, err
-		}
+	userDir := filepath.Dir(sudoSessionsDir(uid))
+	if err := os.Mkdir(userDir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
 	}
-	return sudoSessionsDir(uid), g, nil
+	if err := g.apply(userDir, true); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// ProtectedUser returns the invoking user when polygraph runs as root on
+// their behalf (sudo) and the sudo store stands in for their own stores
+// (no $POLYGRAPH_HOME): what that user can write, the traced tree can,
+// and a sudo run must not trust it.
+func ProtectedUser() (uid int, ok bool) {
+	uid, _, ok = sudoOwner()
+	return uid, ok && os.Getenv("POLYGRAPH_HOME") == ""
+}
+
+// ProtectedPath returns where home keeps the store called name (the
+// integrity pins and first-seen hashes, the baselines): under sudo, for
+// the default home, the invoking user's directory in the sudo store
+// (users/<uid>/name), which only root can write, so that nothing the
+// traced tree does (it runs as the user) can change what a sudo run
+// trusts; else home/name, as before. protected says which. Like the
+// sessions, $POLYGRAPH_HOME keeps its stores in itself.
+func ProtectedPath(home, name string) (dir string, protected bool) {
+	uid, _, ok := sudoOwner()
+	if !ok || !isDefault(home) {
+		return filepath.Join(home, name), false
+	}
+	return filepath.Join(filepath.Dir(sudoSessionsDir(uid)), name), true
+}
+
+// MkdirProtected creates dir, a protected path ProtectedPath returned,
+// root's and 0700, with the sudo store's directories above it as Create
+// makes them. What is in it is root's alone: the user reads it with sudo.
+func MkdirProtected(dir string) error {
+	uid, gid, ok := sudoOwner()
+	if !ok {
+		return errors.New("a protected store is made only as root on behalf of a user")
+	}
+	if _, err := sudoUserDir(uid, gid); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return rootDir(dir, 0o700)
 }
 
 // rootDir makes the existing directory path root's with mode: a directory
