@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/polygraph
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test demo bench generate check-generate vet agents tools
+.PHONY: build test demo bench generate check-generate vet agents tools fuzz
 
 build:
 	$(GO) build -o $(BIN) ./cmd/polygraph
@@ -22,6 +22,25 @@ test: agents vet
 
 vet:
 	$(GO) vet ./...
+
+# Every fuzz target (func FuzzX in a _test.go file: the readers of input
+# the traced tree or a damaged disk can shape) for FUZZTIME each. CI runs
+# the short default (19 targets, about 3 minutes in all with the builds);
+# for a real search give each target minutes: `make fuzz FUZZTIME=10m`
+# (docs/integrity-of-record.md).
+# Minimizing is kept short: nearly every session-file input reaches new
+# code in SQLite, and minimizing each for the default minute starves the
+# search. A crasher is saved under the package's testdata/fuzz and fails
+# the run.
+FUZZTIME ?= 4s
+fuzz:
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for f in $$(grep -rlE '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' cmd internal | sort); do \
+		for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "fuzz $$t ./$$(dirname $$f) ($(FUZZTIME))"; \
+			$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=50x ./$$(dirname $$f) >$$log 2>&1 || { cat $$log; exit 1; }; \
+		done; \
+	done
 
 # The agent CLIs from npm, and mini-swe-agent's Debian packages (its bundle
 # lies beside the repository, in ../shared/agents/mini-swe-agent).
