@@ -209,6 +209,19 @@ struct peer_val {
 	__u64 last_ns;
 };
 
+/* Key of map sec_repeats: one process image's opens of one guarded file
+ * with one access mode (O_RDONLY, O_WRONLY, O_RDWR); dev in the kernel's
+ * encoding, as ev_path carries it. Keep in sync with the Go type bpf2go
+ * emits (polygraphSecOpenKey, read in internal/sensor/secring_linux.go). */
+struct sec_open_key {
+	__u64 ino;
+	__u64 image_ns;
+	__u32 dev;
+	__u32 tgid;
+	__u32 acc;
+	__u32 _pad;
+};
+
 /* Value of map tracked: one per process of the traced tree. */
 struct proc_info {
 	__u64 image_ns;

@@ -161,6 +161,20 @@ struct {
 	__type(value, __u8);
 } sec_files SEC(".maps");
 
+/* sec_repeats counts, per process image, guarded file and access mode
+ * (struct sec_open_key), the opens after the first. The first keeps the
+ * security ring's priority; the repeats go to events with the ordinary
+ * records: a tree opening one guarded file in a loop once filled
+ * sec_events and about half the execs beside it were lost. User space sums
+ * the counts per file when tracing stops. An LRU map: a flood of distinct
+ * keys evicts the oldest, whose next open counts as a first again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sec_open_key);
+	__type(value, __u64);
+} sec_repeats SEC(".maps");
+
 /* lost counts what the kernel side could not deliver: slot 0 records
  * events had no room for, slot 1 processes or syscalls the tracking maps
  * had no room for, slot 2 records sec_events had no room for. User space
@@ -225,6 +239,7 @@ const struct ev_sock *_unused_sock __attribute__((unused));
 const struct ev_dns *_unused_dns __attribute__((unused));
 const struct ev_call *_unused_call __attribute__((unused));
 const struct ev_peer *_unused_peer __attribute__((unused));
+const struct sec_open_key *_unused_sec_open_key __attribute__((unused));
 
 static __always_inline void count_lost(__u32 slot)
 {
@@ -721,6 +736,24 @@ static __always_inline bool sensitive(struct ev_path *e, struct dentry *d)
 	return in_or_under(&sec_files, e->ino, e->dev, d);
 }
 
+/* sec_repeat reports whether an open of the sensitive file e names is a
+ * repeat (sec_repeats): the same process image opened it with the same
+ * access mode before. It counts the repeat, and notes a first. */
+static __always_inline bool sec_repeat(struct proc_info *pi, __u32 tgid, struct ev_path *e, __u32 flags)
+{
+	struct sec_open_key k = {
+		.ino = e->ino, .image_ns = pi->image_ns, .dev = e->dev, .tgid = tgid, .acc = flags & 3, ._pad = 0,
+	};
+	__u64 *n = bpf_map_lookup_elem(&sec_repeats, &k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return true;
+	}
+	__u64 zero = 0;
+	bpf_map_update_elem(&sec_repeats, &k, &zero, BPF_NOEXIST);
+	return false;
+}
+
 /* on_procfs reports whether sb is a /proc. */
 static __always_inline bool on_procfs(struct super_block *sb)
 {
@@ -859,6 +892,10 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
+	/* A process's first open of a guarded file keeps the security ring;
+	 * its repeats go with the ordinary records (sec_repeats). */
+	if (sec && sec_repeat(pi, t->tgid, e, v.flags))
+		sec = false;
 	if (submit_to(s, off, sec))
 		obj_remember(s);
 	if (fifo) /* after the open's record: it reuses the buffer */

@@ -36,6 +36,13 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// Repeats sums up the guarded files the tree opened again and again:
+	// each process's first open of a guarded file keeps the security
+	// ring's priority, and the repeats (counted here, per file) go with
+	// the ordinary records, so a flood of them cannot push execs and
+	// connects out. They are events like any others, as far as the main
+	// ring had room (what it had not is in Lost).
+	Repeats []Repeat `json:"guarded_repeats,omitempty"`
 	// Isolation is set when the session ran isolated (run --isolate).
 	Isolation *Isolation `json:"isolation,omitempty"`
 	// Secrets are the credential files of every home (the policy's
@@ -68,6 +75,13 @@ type Secret struct {
 	Path string `json:"path"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+}
+
+// Repeat is one guarded file opened again by the processes that had
+// opened it: Count opens after each process's first.
+type Repeat struct {
+	Path  string `json:"path"`
+	Count uint64 `json:"count"`
 }
 
 // Leftover is a process of the traced tree still running when tracing stopped.

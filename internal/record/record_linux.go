@@ -181,6 +181,7 @@ func finish(ctx context.Context, s *sensor.Sensor, w *session.Writer, res *Resul
 	}
 	res.Stats = s.Stats()
 	setLost(w, res.Stats)
+	w.SetRepeats(res.Stats.GuardedRepeats)
 	w.SetLeftovers(res.Leftovers)
 	p.close()
 	res.ListenerLost = p.bus.Lost()

@@ -39,6 +39,9 @@ type Summary struct {
 	LostTotal    uint64              `json:"lost_total"`
 	LeftRunning  []manifest.Leftover `json:"left_running"`
 	Unavailable  []string            `json:"unavailable,omitempty"`
+	// Repeats are the guarded files opened again and again
+	// (manifest.Meta.Repeats).
+	Repeats []manifest.Repeat `json:"guarded_repeats,omitempty"`
 	// Isolation is what an isolated run (run --isolate) enforced, refused
 	// and used (isolation.go).
 	Isolation   *manifest.Isolation `json:"isolation,omitempty"`
@@ -147,6 +150,7 @@ func (s *Summary) Finish(meta manifest.Meta, left []manifest.Leftover, exitCode 
 	}
 	s.LeftRunning = left
 	s.Unavailable = meta.Unavailable
+	s.Repeats = meta.Repeats
 	s.Isolation = meta.Isolation
 	if s.FilesWritten == nil {
 		s.FilesWritten = []string{}
@@ -237,6 +241,13 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	if len(s.Unavailable) > 0 {
 		fmt.Fprintf(&b, "  not recorded on this kernel: %s\n", strings.Join(s.Unavailable, "; "))
+	}
+	if len(s.Repeats) > 0 {
+		var parts []string
+		for _, r := range s.Repeats {
+			parts = append(parts, fmt.Sprintf("%s ×%d", textsafe.Line(r.Path), r.Count))
+		}
+		fmt.Fprintf(&b, "  guarded files opened again by the same processes (with the ordinary records, so execs kept their priority): %s\n", listed(parts, 4))
 	}
 	writeIsolation(&b, s.Isolation)
 	_, err := io.WriteString(w, b.String())

@@ -260,6 +260,16 @@ type polygraphScratch struct {
 	_       [7]byte
 }
 
+type polygraphSecOpenKey struct {
+	_       structs.HostLayout
+	Ino     uint64
+	ImageNs uint64
+	Dev     uint32
+	Tgid    uint32
+	Acc     uint32
+	Pad     uint32
+}
+
 type polygraphUnixDest struct {
 	_       structs.HostLayout
 	ImageNs uint64
@@ -335,6 +345,7 @@ const (
 	polygraphMapScratch           = "scratch"
 	polygraphMapSecEvents         = "sec_events"
 	polygraphMapSecFiles          = "sec_files"
+	polygraphMapSecRepeats        = "sec_repeats"
 	polygraphMapTracked           = "tracked"
 	polygraphMapUnixSent          = "unix_sent"
 	polygraphMapUringPend         = "uring_pend"
@@ -357,6 +368,7 @@ const (
 	polygraphVarUnusedIdent       = "_unused_ident"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedPeer        = "_unused_peer"
+	polygraphVarUnusedSecOpenKey  = "_unused_sec_open_key"
 	polygraphVarUnusedSock        = "_unused_sock"
 	polygraphVarUnusedUring       = "_unused_uring"
 	polygraphVarSensorPgid        = "sensor_pgid"
@@ -421,41 +433,43 @@ type polygraphProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphMapSpecs struct {
-	CallsSeen *ebpf.MapSpec `ebpf:"calls_seen"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	FifoEnds  *ebpf.MapSpec `ebpf:"fifo_ends"`
-	FifoPairs *ebpf.MapSpec `ebpf:"fifo_pairs"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	ObjCache  *ebpf.MapSpec `ebpf:"obj_cache"`
-	PathGen   *ebpf.MapSpec `ebpf:"path_gen"`
-	PeerBytes *ebpf.MapSpec `ebpf:"peer_bytes"`
-	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
-	SecEvents *ebpf.MapSpec `ebpf:"sec_events"`
-	SecFiles  *ebpf.MapSpec `ebpf:"sec_files"`
-	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
-	UnixSent  *ebpf.MapSpec `ebpf:"unix_sent"`
-	UringPend *ebpf.MapSpec `ebpf:"uring_pend"`
-	UringSeen *ebpf.MapSpec `ebpf:"uring_seen"`
-	Watched   *ebpf.MapSpec `ebpf:"watched"`
+	CallsSeen  *ebpf.MapSpec `ebpf:"calls_seen"`
+	Events     *ebpf.MapSpec `ebpf:"events"`
+	FifoEnds   *ebpf.MapSpec `ebpf:"fifo_ends"`
+	FifoPairs  *ebpf.MapSpec `ebpf:"fifo_pairs"`
+	Lost       *ebpf.MapSpec `ebpf:"lost"`
+	ObjCache   *ebpf.MapSpec `ebpf:"obj_cache"`
+	PathGen    *ebpf.MapSpec `ebpf:"path_gen"`
+	PeerBytes  *ebpf.MapSpec `ebpf:"peer_bytes"`
+	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
+	SecEvents  *ebpf.MapSpec `ebpf:"sec_events"`
+	SecFiles   *ebpf.MapSpec `ebpf:"sec_files"`
+	SecRepeats *ebpf.MapSpec `ebpf:"sec_repeats"`
+	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
+	UnixSent   *ebpf.MapSpec `ebpf:"unix_sent"`
+	UringPend  *ebpf.MapSpec `ebpf:"uring_pend"`
+	UringSeen  *ebpf.MapSpec `ebpf:"uring_seen"`
+	Watched    *ebpf.MapSpec `ebpf:"watched"`
 }
 
 // polygraphVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphVariableSpecs struct {
-	UnusedCall  *ebpf.VariableSpec `ebpf:"_unused_call"`
-	UnusedDns   *ebpf.VariableSpec `ebpf:"_unused_dns"`
-	UnusedExec  *ebpf.VariableSpec `ebpf:"_unused_exec"`
-	UnusedExit  *ebpf.VariableSpec `ebpf:"_unused_exit"`
-	UnusedFork  *ebpf.VariableSpec `ebpf:"_unused_fork"`
-	UnusedIdent *ebpf.VariableSpec `ebpf:"_unused_ident"`
-	UnusedPath  *ebpf.VariableSpec `ebpf:"_unused_path"`
-	UnusedPeer  *ebpf.VariableSpec `ebpf:"_unused_peer"`
-	UnusedSock  *ebpf.VariableSpec `ebpf:"_unused_sock"`
-	UnusedUring *ebpf.VariableSpec `ebpf:"_unused_uring"`
-	SensorPgid  *ebpf.VariableSpec `ebpf:"sensor_pgid"`
-	SensorPid   *ebpf.VariableSpec `ebpf:"sensor_pid"`
-	WatchMode   *ebpf.VariableSpec `ebpf:"watch_mode"`
+	UnusedCall       *ebpf.VariableSpec `ebpf:"_unused_call"`
+	UnusedDns        *ebpf.VariableSpec `ebpf:"_unused_dns"`
+	UnusedExec       *ebpf.VariableSpec `ebpf:"_unused_exec"`
+	UnusedExit       *ebpf.VariableSpec `ebpf:"_unused_exit"`
+	UnusedFork       *ebpf.VariableSpec `ebpf:"_unused_fork"`
+	UnusedIdent      *ebpf.VariableSpec `ebpf:"_unused_ident"`
+	UnusedPath       *ebpf.VariableSpec `ebpf:"_unused_path"`
+	UnusedPeer       *ebpf.VariableSpec `ebpf:"_unused_peer"`
+	UnusedSecOpenKey *ebpf.VariableSpec `ebpf:"_unused_sec_open_key"`
+	UnusedSock       *ebpf.VariableSpec `ebpf:"_unused_sock"`
+	UnusedUring      *ebpf.VariableSpec `ebpf:"_unused_uring"`
+	SensorPgid       *ebpf.VariableSpec `ebpf:"sensor_pgid"`
+	SensorPid        *ebpf.VariableSpec `ebpf:"sensor_pid"`
+	WatchMode        *ebpf.VariableSpec `ebpf:"watch_mode"`
 }
 
 // polygraphObjects contains all objects after they have been loaded into the kernel.
@@ -478,22 +492,23 @@ func (o *polygraphObjects) Close() error {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphMaps struct {
-	CallsSeen *ebpf.Map `ebpf:"calls_seen"`
-	Events    *ebpf.Map `ebpf:"events"`
-	FifoEnds  *ebpf.Map `ebpf:"fifo_ends"`
-	FifoPairs *ebpf.Map `ebpf:"fifo_pairs"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	ObjCache  *ebpf.Map `ebpf:"obj_cache"`
-	PathGen   *ebpf.Map `ebpf:"path_gen"`
-	PeerBytes *ebpf.Map `ebpf:"peer_bytes"`
-	Scratch   *ebpf.Map `ebpf:"scratch"`
-	SecEvents *ebpf.Map `ebpf:"sec_events"`
-	SecFiles  *ebpf.Map `ebpf:"sec_files"`
-	Tracked   *ebpf.Map `ebpf:"tracked"`
-	UnixSent  *ebpf.Map `ebpf:"unix_sent"`
-	UringPend *ebpf.Map `ebpf:"uring_pend"`
-	UringSeen *ebpf.Map `ebpf:"uring_seen"`
-	Watched   *ebpf.Map `ebpf:"watched"`
+	CallsSeen  *ebpf.Map `ebpf:"calls_seen"`
+	Events     *ebpf.Map `ebpf:"events"`
+	FifoEnds   *ebpf.Map `ebpf:"fifo_ends"`
+	FifoPairs  *ebpf.Map `ebpf:"fifo_pairs"`
+	Lost       *ebpf.Map `ebpf:"lost"`
+	ObjCache   *ebpf.Map `ebpf:"obj_cache"`
+	PathGen    *ebpf.Map `ebpf:"path_gen"`
+	PeerBytes  *ebpf.Map `ebpf:"peer_bytes"`
+	Scratch    *ebpf.Map `ebpf:"scratch"`
+	SecEvents  *ebpf.Map `ebpf:"sec_events"`
+	SecFiles   *ebpf.Map `ebpf:"sec_files"`
+	SecRepeats *ebpf.Map `ebpf:"sec_repeats"`
+	Tracked    *ebpf.Map `ebpf:"tracked"`
+	UnixSent   *ebpf.Map `ebpf:"unix_sent"`
+	UringPend  *ebpf.Map `ebpf:"uring_pend"`
+	UringSeen  *ebpf.Map `ebpf:"uring_seen"`
+	Watched    *ebpf.Map `ebpf:"watched"`
 }
 
 func (m *polygraphMaps) Close() error {
@@ -509,6 +524,7 @@ func (m *polygraphMaps) Close() error {
 		m.Scratch,
 		m.SecEvents,
 		m.SecFiles,
+		m.SecRepeats,
 		m.Tracked,
 		m.UnixSent,
 		m.UringPend,
@@ -521,19 +537,20 @@ func (m *polygraphMaps) Close() error {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphVariables struct {
-	UnusedCall  *ebpf.Variable `ebpf:"_unused_call"`
-	UnusedDns   *ebpf.Variable `ebpf:"_unused_dns"`
-	UnusedExec  *ebpf.Variable `ebpf:"_unused_exec"`
-	UnusedExit  *ebpf.Variable `ebpf:"_unused_exit"`
-	UnusedFork  *ebpf.Variable `ebpf:"_unused_fork"`
-	UnusedIdent *ebpf.Variable `ebpf:"_unused_ident"`
-	UnusedPath  *ebpf.Variable `ebpf:"_unused_path"`
-	UnusedPeer  *ebpf.Variable `ebpf:"_unused_peer"`
-	UnusedSock  *ebpf.Variable `ebpf:"_unused_sock"`
-	UnusedUring *ebpf.Variable `ebpf:"_unused_uring"`
-	SensorPgid  *ebpf.Variable `ebpf:"sensor_pgid"`
-	SensorPid   *ebpf.Variable `ebpf:"sensor_pid"`
-	WatchMode   *ebpf.Variable `ebpf:"watch_mode"`
+	UnusedCall       *ebpf.Variable `ebpf:"_unused_call"`
+	UnusedDns        *ebpf.Variable `ebpf:"_unused_dns"`
+	UnusedExec       *ebpf.Variable `ebpf:"_unused_exec"`
+	UnusedExit       *ebpf.Variable `ebpf:"_unused_exit"`
+	UnusedFork       *ebpf.Variable `ebpf:"_unused_fork"`
+	UnusedIdent      *ebpf.Variable `ebpf:"_unused_ident"`
+	UnusedPath       *ebpf.Variable `ebpf:"_unused_path"`
+	UnusedPeer       *ebpf.Variable `ebpf:"_unused_peer"`
+	UnusedSecOpenKey *ebpf.Variable `ebpf:"_unused_sec_open_key"`
+	UnusedSock       *ebpf.Variable `ebpf:"_unused_sock"`
+	UnusedUring      *ebpf.Variable `ebpf:"_unused_uring"`
+	SensorPgid       *ebpf.Variable `ebpf:"sensor_pgid"`
+	SensorPid        *ebpf.Variable `ebpf:"sensor_pid"`
+	WatchMode        *ebpf.Variable `ebpf:"watch_mode"`
 }
 
 // polygraphPrograms contains all programs after they have been loaded into the kernel.

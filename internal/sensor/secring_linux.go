@@ -1,8 +1,10 @@
 package sensor
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"slices"
@@ -11,6 +13,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 )
 
 // The security ring (sec_events) carries the rare, security-relevant
@@ -110,12 +115,68 @@ func (s *Sensor) readSec() {
 func (s *Sensor) emitSecBefore(ts uint64) {
 	i := 0
 	for i < len(s.pend) && s.pend[i].ts <= ts {
-		s.handle(s.pend[i].raw)
+		s.handle(s.pend[i].raw, true)
 		i++
 	}
 	if i > 0 {
 		s.pend = slices.Delete(s.pend, 0, i)
 	}
+}
+
+// fileKey is a file's identity as the kernel's maps key it.
+type fileKey struct {
+	dev uint32 // the kernel's encoding (KernelDev)
+	ino uint64
+}
+
+// maxSecPaths bounds the guarded files noteGuarded remembers.
+const maxSecPaths = 4096
+
+// noteGuarded remembers the path of a guarded file an open from the
+// security ring names, so that GuardedRepeats can name the file whose
+// repeats the kernel counted by identity. Called before ev is handed on.
+func (s *Sensor) noteGuarded(ev *event.Event) {
+	if ev.Object == nil || ev.Object.Ino == 0 {
+		return
+	}
+	k := fileKey{KernelDev(ev.Object.Dev), ev.Object.Ino}
+	if _, ok := s.secPaths[k]; ok || len(s.secPaths) >= maxSecPaths {
+		return
+	}
+	if s.secPaths == nil {
+		s.secPaths = map[fileKey]string{}
+	}
+	s.secPaths[k] = ev.Path
+}
+
+// guardedRepeats sums the kernel's counts of repeated guarded opens
+// (map sec_repeats) per file, most first; a file whose path no record
+// named is given by identity.
+func (s *Sensor) guardedRepeats() []manifest.Repeat {
+	m := s.coll.Maps["sec_repeats"]
+	if m == nil {
+		return nil
+	}
+	sums := map[fileKey]uint64{}
+	var k polygraphSecOpenKey
+	var n uint64
+	for it := m.Iterate(); it.Next(&k, &n); {
+		if n > 0 {
+			sums[fileKey{k.Dev, k.Ino}] += n
+		}
+	}
+	out := make([]manifest.Repeat, 0, len(sums))
+	for f, n := range sums {
+		p, ok := s.secPaths[f]
+		if !ok {
+			p = fmt.Sprintf("(dev %d:%d, inode %d)", f.dev>>20, f.dev&(1<<20-1), f.ino)
+		}
+		out = append(out, manifest.Repeat{Path: p, Count: n})
+	}
+	slices.SortFunc(out, func(a, b manifest.Repeat) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Path, b.Path))
+	})
+	return out
 }
 
 // MarkSensitive puts the file identity of each existing path into the

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 )
 
 // ErrPermission is returned when the kernel refuses to load the programs
@@ -48,6 +49,10 @@ type Stats struct {
 	// walk it had sent (bpf/objcache.h); WalkUnknown those whose walk
 	// never arrived (its record lost), which carry the requested path.
 	WalkHits, WalkUnknown uint64
+	// GuardedRepeats are the guarded files opened again by a process that
+	// had opened them, with how many times, most first: those opens went
+	// with the ordinary records (secring_linux.go).
+	GuardedRepeats []manifest.Repeat
 }
 
 // Ring sizes: the event ring gets ringPerCPU for each possible CPU (each

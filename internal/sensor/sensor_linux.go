@@ -31,10 +31,11 @@ type Sensor struct {
 	peerBytes   *ebpf.Map
 	links       []link.Link
 	reader      *ringbuf.Reader
-	secReader   *ringbuf.Reader // the security ring (secring_linux.go)
-	pend        []secRec        // security records waiting for the merge
-	clock       bootClock       // the merge's boot clock
-	secSeen     uint64          // boot time of the last look at the security ring
+	secReader   *ringbuf.Reader    // the security ring (secring_linux.go)
+	pend        []secRec           // security records waiting for the merge
+	clock       bootClock          // the merge's boot clock
+	secSeen     uint64             // boot time of the last look at the security ring
+	secPaths    map[fileKey]string // guarded files opened, by identity, for GuardedRepeats
 	dec         *Decoder
 	queue       chan *event.Event
 	unavailable []string
@@ -326,7 +327,7 @@ func (s *Sensor) readLoop() {
 				s.readSec()
 			}
 			s.emitSecBefore(ts)
-			s.handle(rec.RawSample)
+			s.handle(rec.RawSample, false)
 		}
 		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
@@ -348,8 +349,9 @@ func (s *Sensor) readLoop() {
 	}
 }
 
-// handle decodes one record and hands its event on.
-func (s *Sensor) handle(raw []byte) {
+// handle decodes one record and hands its event on; sec says it came
+// from the security ring.
+func (s *Sensor) handle(raw []byte, sec bool) {
 	ev, err := s.dec.Decode(raw)
 	if err != nil {
 		s.mu.Lock()
@@ -362,6 +364,9 @@ func (s *Sensor) handle(raw []byte) {
 		// Watch mode: a process no tree holds; nothing of it is needed
 		// for the next record, and there are many.
 		s.dec.Forget(ev.PID)
+	}
+	if sec && ev.Kind == event.KindOpen {
+		s.noteGuarded(ev)
 	}
 	s.emit(ev)
 	if ev.Kind == event.KindExit {
@@ -428,6 +433,7 @@ func (s *Sensor) Stats() Stats {
 	st.Dropped, st.BadRecs = s.dropped, s.badRecs
 	s.mu.Unlock()
 	st.WalkHits, st.WalkUnknown = s.dec.walkHits.Load(), s.dec.walkMisses.Load()
+	st.GuardedRepeats = s.guardedRepeats()
 	return st
 }
 

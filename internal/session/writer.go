@@ -344,6 +344,15 @@ func (w *Writer) SetUnavailable(features []string) {
 	w.dirty = true
 }
 
+// SetRepeats records the sensor's count of repeated guarded opens per
+// file (manifest.Meta.Repeats).
+func (w *Writer) SetRepeats(r []manifest.Repeat) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.meta.Repeats = slices.Clone(r)
+	w.dirty = true
+}
+
 // stop closes the queue and waits for the writer goroutine to finish what
 // was queued. It returns ErrClosed when the Writer was already stopped.
 func (w *Writer) stop() error {
