@@ -1,8 +1,10 @@
 package session
 
 import (
+	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -155,4 +157,22 @@ func TestFIFOSessionRefused(t *testing.T) {
 			t.Errorf("Open of a FIFO: %v, want not a regular file", err)
 		}
 	})
+}
+
+// TestEventsContextStops: a read whose context is done stops, with the
+// context's error, whatever the file (SIGINT and SIGTERM cancel the
+// context report and events read with).
+func TestEventsContextStops(t *testing.T) {
+	src := record(t, filepath.Join(t.TempDir(), "home"), manyEvents(20000))
+	size, root := pageOf(t, src, "chunks")
+	for _, path := range []string{src, flipped(t, src, (root-1)*size+16, 0x01)} {
+		r := openT(t, path)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		within(t, 10*time.Second, "a cancelled read", func() {
+			if err := r.EventsContext(ctx, Filter{}, func(*event.Event) error { return nil }); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: EventsContext with a cancelled context: %v", path, err)
+			}
+		})
+	}
 }
