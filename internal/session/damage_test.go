@@ -176,3 +176,35 @@ func TestEventsContextStops(t *testing.T) {
 		})
 	}
 }
+
+// TestLockedFileEnds: a session file another process keeps locked (a
+// process the traced tree left behind can lock a file it planted) fails
+// to open after the busy timeout, once, rather than being read around as
+// damage, each step waiting for the lock again.
+func TestLockedFileEnds(t *testing.T) {
+	src := record(t, filepath.Join(t.TempDir(), "home"), sampleEvents())
+	db, err := sql.Open("sqlite", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	within(t, 30*time.Second, "Open of a locked file", func() {
+		r, err := Open(src)
+		if err == nil {
+			r.Close()
+			t.Skip("the lock did not keep the reader out")
+		}
+		if !errors.Is(err, ErrLocked) {
+			t.Errorf("Open of a locked file: %v, want ErrLocked", err)
+		}
+	})
+}

@@ -155,9 +155,18 @@ func last(home string, all []file) (string, error) {
 	}
 	best, started := newest(prot)
 	if best != nil {
-		if o, ostarted := newest(other); o != nil && ostarted.After(started) {
-			slog.Warn(fmt.Sprintf("last is %s, the newest session of the protected store; %s in your own directory claims a later start but is writable by you (and so by anything you ran): name it to use it",
-				best.id, o.path))
+		// Looked at, not opened: what the user's directory holds is not
+		// to cost this choice anything (a file locked by a process left
+		// behind would make each open wait).
+		var later *file
+		for i, f := range other {
+			if f.changed.After(started) && (later == nil || f.changed.After(later.changed)) {
+				later = &other[i]
+			}
+		}
+		if later != nil {
+			slog.Warn(fmt.Sprintf("last is %s, the newest session of the protected store; %s in your own directory was written after it, but anything you ran can write there: name it to use it",
+				best.id, later.path))
 		}
 		return best.path, nil
 	}

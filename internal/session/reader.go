@@ -32,6 +32,11 @@ var ErrNotSession = errors.New("not a polygraph session file")
 // damaged or cut short.
 var ErrCorrupt = errors.New("session file is damaged")
 
+// ErrLocked is wrapped by errors for a session file another process kept
+// locked past the reader's busy timeout (5 s). It is not damage: reading
+// around it would wait that long at every step.
+var ErrLocked = errors.New("session file is locked by another process")
+
 // Reader reads one session file. It never writes to it. A damaged file
 // is read as far as it can be: Damage says what could not be.
 type Reader struct {
@@ -333,6 +338,8 @@ func explain(err error) error {
 			return fmt.Errorf("%w (database disk image is malformed)", ErrCorrupt)
 		case sqlite3.SQLITE_IOERR:
 			return fmt.Errorf("%w (read error: %v)", ErrCorrupt, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w (%v)", ErrLocked, err)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "no such table") {

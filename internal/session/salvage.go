@@ -59,8 +59,8 @@ var errDisorder = fmt.Errorf("%w: keys out of order", ErrCorrupt)
 var errGaveUp = fmt.Errorf("%w: damaged in more than %d places; the rest of the table is not read", ErrCorrupt, maxRestarts)
 
 // scan runs t on c. It returns an error for a failure that is not about
-// the file's pages (a table missing altogether, say) and ctx's error once
-// ctx is done.
+// the file's pages (a table missing altogether, a file another process
+// keeps locked) and ctx's error once ctx is done.
 func (t tableScan) scan(ctx context.Context, c driverConn) error {
 	next := int64(math.MinInt64) // the first key not yet read
 	for restarts := 0; ; restarts++ {
@@ -84,7 +84,7 @@ func (t tableScan) scan(ctx context.Context, c driverConn) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if ex := explain(err); errors.Is(ex, ErrNotSession) {
+		if ex := explain(err); errors.Is(ex, ErrNotSession) || errors.Is(ex, ErrLocked) {
 			return ex
 		}
 		// The row at or after next could not be read. Is its key readable?
