@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/sensor"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
 type attachOptions struct {
@@ -49,7 +50,7 @@ func runAttach(ctx context.Context, opts *attachOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/baseline"
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
@@ -85,7 +86,7 @@ With --json, one object: {"session", "baseline", "deviations", "notes"}.`,
 }
 
 func baselineStore() (*baseline.Store, error) {
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return nil, err
 	}

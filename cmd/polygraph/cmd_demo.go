@@ -11,12 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/record"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
 type demoOptions struct {
@@ -119,7 +120,7 @@ func jsonLine(v any) string {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) error {
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -80,7 +82,7 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 		}
 		f.PIDs = append(f.PIDs, uint32(p))
 	}
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}

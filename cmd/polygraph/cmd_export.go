@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
@@ -71,7 +73,7 @@ func runExport(ctx context.Context, opts *exportOptions, args []string, stdout i
 	var paths []string
 	var home string
 	if len(args) > 0 {
-		if home, err = session.Home(); err != nil {
+		if home, err = stores.Home(); err != nil {
 			return err
 		}
 		for _, a := range args {

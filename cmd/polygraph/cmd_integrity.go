@@ -13,10 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/integrity"
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
@@ -91,7 +92,7 @@ for, where it sits. Checking records no first-seen hash.`,
 }
 
 func openIntegrityStore() (*integrity.Store, error) {
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
@@ -214,7 +216,7 @@ func runPolicyLearn(ctx context.Context, opts *policyOptions, args []string, std
 
 // observeSessions reads each SESSION argument and returns what it did.
 func observeSessions(ctx context.Context, args []string, pol *policy.Policy) ([]*baseline.Sample, error) {
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
@@ -76,7 +78,7 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	}
 	ro := analysis.Options{Transcript: opts.transcript, Policy: pol}
 	if len(args) == 1 {
-		home, err := session.Home()
+		home, err := stores.Home()
 		if err != nil {
 			return err
 		}
@@ -116,7 +118,7 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	if path == "" {
 		return policy.Default(), nil
 	}
-	if uid, ok := session.ProtectedUser(); ok {
+	if uid, ok := stores.ProtectedUser(); ok {
 		if why, err := untrusted.ChangeableBy(path, uid); err == nil && why != "" {
 			return nil, fmt.Errorf("policy %s is not used under sudo: %s, as anything the traced command runs would be; keep it where only root can write (/etc/polygraph/), or set POLYGRAPH_HOME to run unprotected", path, why)
 		}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
@@ -120,7 +122,7 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}

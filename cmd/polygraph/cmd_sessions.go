@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/session"
@@ -53,7 +55,7 @@ With --json, one JSON object per session per line.`,
 }
 
 func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdout io.Writer) error {
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}
@@ -73,7 +75,7 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 		return flushOut(out)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(out, "no sessions in %s\n", sanitizeLine(strings.Join(session.Dirs(home), " or ")))
+		fmt.Fprintf(out, "no sessions in %s\n", sanitizeLine(strings.Join(stores.Dirs(home), " or ")))
 		return flushOut(out)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

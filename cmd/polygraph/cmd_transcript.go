@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/event"
@@ -236,7 +238,7 @@ func runDiscover(ctx context.Context, opts *transcriptOptions, args []string, st
 	var from, to time.Time
 	switch len(args) {
 	case 1:
-		shome, err := session.Home()
+		shome, err := stores.Home()
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -220,7 +222,7 @@ func TestRunTranscriptDiscover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		t.Fatal(err)
 	}

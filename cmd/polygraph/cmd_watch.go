@@ -7,9 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/cobra"
 
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/watch"
 )
 
@@ -68,7 +69,7 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/testenv"
@@ -38,7 +40,7 @@ func TestLastPrefersProtectedStore(t *testing.T) {
 	t.Setenv("SUDO_USER", name)
 	t.Setenv("SUDO_UID", strconv.Itoa(uid))
 	t.Setenv("SUDO_GID", strconv.Itoa(gid))
-	home, err := session.Home()
+	home, err := stores.Home()
 	if err != nil {
 		t.Fatal(err)
 	}

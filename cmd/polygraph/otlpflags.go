@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/spf13/pflag"
 
 	"github.com/polygraph/polygraph/internal/otlp"
-	"github.com/polygraph/polygraph/internal/session"
 )
 
 // otlpOptions are the --otlp flags, the same on every verb that exports
@@ -76,7 +77,7 @@ func (o *otlpOptions) config() (otlp.Config, error) {
 	switch o.spool {
 	case "none":
 	case "":
-		home, err := session.Home()
+		home, err := stores.Home()
 		if err != nil {
 			return c, err
 		}

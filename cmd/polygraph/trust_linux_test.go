@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ func asSudo(t *testing.T) (home string, uid, gid int, base string) {
 	t.Setenv("SUDO_USER", name)
 	t.Setenv("SUDO_UID", strconv.Itoa(uid))
 	t.Setenv("SUDO_GID", strconv.Itoa(gid))
-	if home, err = session.Home(); err != nil {
+	if home, err = stores.Home(); err != nil {
 		t.Fatal(err)
 	}
 	return home, uid, gid, base

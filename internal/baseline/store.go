@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
@@ -21,16 +22,16 @@ import (
 // person can read and diff is worth more than a table.
 type Store struct {
 	dir       string
-	protected bool // the sudo store's: made root's (session.MkdirProtected)
+	protected bool // the sudo store's: made root's (stores.MkdirProtected)
 }
 
-// Open returns the store of the polygraph home home (session.Home()):
+// Open returns the store of the polygraph home home (stores.Home()):
 // under sudo, for the default home, the invoking user's baselines
 // directory in the sudo store, which only root can write
 // (session.ProtectedPath), since anything the user runs can write their
 // home's; else home/baselines.
 func Open(home string) *Store {
-	dir, protected := session.ProtectedPath(home, "baselines")
+	dir, protected := stores.ProtectedPath(home, "baselines")
 	return &Store{dir: dir, protected: protected}
 }
 
@@ -95,7 +96,7 @@ func parseProfile(b []byte, name string) (*Profile, error) {
 func (s *Store) Save(p *Profile) error {
 	mkdir := func(d string) error { return os.MkdirAll(d, 0o700) }
 	if s.protected {
-		mkdir = session.MkdirProtected
+		mkdir = stores.MkdirProtected
 	}
 	if err := mkdir(s.dir); err != nil {
 		return fmt.Errorf("baseline: %w", err)

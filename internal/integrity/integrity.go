@@ -9,7 +9,7 @@
 //
 // Every recorder (run, attach, and each agent tree watch mode records)
 // checks a session through one SessionCheck (StartSession, with the
-// Store under session.Home() and the traced command's cwd as workspace):
+// Store under stores.Home() and the traced command's cwd as workspace):
 // it makes the session's Checker, starts a Pool, Submits a Request for
 // every exec event as it arrives, stores each verdict in the session and,
 // on Close, drains the pool and saves the session's first sightings.

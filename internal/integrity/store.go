@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/accounts"
-	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
@@ -70,7 +71,7 @@ type Store struct {
 // per file pinned or seen, far less. A larger one is refused in one line.
 const MaxFileBytes = 64 << 20
 
-// OpenStore returns the store of home (session.Home()). Under sudo, for
+// OpenStore returns the store of home (stores.Home()). Under sudo, for
 // the default home, that is the invoking user's integrity directory in
 // the sudo store, root's: the traced tree runs as the user and once
 // vouched for its own script by writing it into the user's pin file. The
@@ -78,9 +79,9 @@ const MaxFileBytes = 64 << 20
 // says so in one line. Otherwise it is home/integrity, owned by the
 // invoking user.
 func OpenStore(home string) (*Store, error) {
-	dir, protected := session.ProtectedPath(home, "integrity")
+	dir, protected := stores.ProtectedPath(home, "integrity")
 	if protected {
-		if err := session.MkdirProtected(dir); err != nil {
+		if err := stores.MkdirProtected(dir); err != nil {
 			return nil, fmt.Errorf("integrity store: %w", err)
 		}
 		if own := filepath.Join(home, "integrity", PinsFile); fileExists(own) {

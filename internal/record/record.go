@@ -25,7 +25,7 @@ var ErrNeedsLinux = errors.New("recording needs Linux (the sensor is eBPF); the 
 
 // Options say what to trace and where to store it.
 type Options struct {
-	Home    string   // session directory root (session.Home())
+	Home    string   // session directory root (stores.Home())
 	Mode    string   // run, attach, demo
 	Command []string // run: the command and its arguments
 	Dir     string   // run: working directory ("" = ours)

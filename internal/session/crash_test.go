@@ -14,6 +14,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/accounts"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/stores"
 )
 
 // The tests below re-execute the test binary as a helper process, which
@@ -244,7 +245,7 @@ func TestSudoOwnership(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "x", "polygraph")
 	t.Setenv("POLYGRAPH_HOME", home)
-	h, err := Home()
+	h, err := stores.Home()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
@@ -38,7 +40,7 @@ func (e *AmbiguousError) Error() string {
 
 // Resolve turns a SESSION argument into a file path. ref is "last" (the
 // newest session), a path to an existing file, a session id, or a prefix
-// of exactly one id. Ids are looked up in every directory of Dirs(home).
+// of exactly one id. Ids are looked up in every directory of stores.Dirs(home).
 //
 // The sudo store comes first: `sudo polygraph run` records there, and
 // nothing the user runs can write it, while the user's own directory can
@@ -173,7 +175,7 @@ func last(home string, all []file) (string, error) {
 	if best, _ = newest(other); best != nil {
 		return best.path, nil
 	}
-	return "", fmt.Errorf("%w last: no readable sessions in %s", ErrNoSession, strings.Join(Dirs(home), " or "))
+	return "", fmt.Errorf("%w last: no readable sessions in %s", ErrNoSession, strings.Join(stores.Dirs(home), " or "))
 }
 
 // clockSlack is how far a session's recorded start may be after its
@@ -241,14 +243,11 @@ func stamp(id string) string {
 	return s
 }
 
-// sessionsDir is where Create puts session files, but for the sudo store.
-func sessionsDir(home string) string { return filepath.Join(home, "sessions") }
-
 // file is a session file found in one of a home's directories.
 type file struct {
 	id, path string
 	// protected: in the sudo store, root's, in a directory only root can
-	// write (protectedDir): nothing the user ran can have written it.
+	// write (stores.ProtectedDir): nothing the user ran can have written it.
 	protected bool
 	changed   time.Time // the file's ctime: when it was last written
 	bad       error     // not a regular file: listed, never opened
@@ -260,19 +259,19 @@ type file struct {
 const maxDirFiles = 100000
 
 // stored lists the session files of home in every directory of
-// Dirs(home), sorted by id; a missing directory holds none, and so does
+// stores.Dirs(home), sorted by id; a missing directory holds none, and so does
 // one the user may not read (another user's, or a sudo store made before
 // this one's rules), with a debug note.
 func stored(home string) ([]file, error) {
 	var out []file
-	for _, d := range storeDirs(home) {
-		files, err := listDir(d.path, d.sudo && protectedDir(d.path))
+	for _, d := range stores.StoreDirs(home) {
+		files, err := listDir(d.Path, d.Sudo && stores.ProtectedDir(d.Path))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			if d.sudo && errors.Is(err, fs.ErrPermission) {
-				slog.Debug("session: cannot list the sudo store", "dir", d.path, "error", err)
+			if d.Sudo && errors.Is(err, fs.ErrPermission) {
+				slog.Debug("session: cannot list the sudo store", "dir", d.Path, "error", err)
 				continue
 			}
 			return nil, fmt.Errorf("list sessions: %w", err)
@@ -315,7 +314,7 @@ func listDir(dir string, protected bool) ([]file, error) {
 		if !st.Mode().IsRegular() {
 			f.bad = fmt.Errorf("%w (%s)", ErrNotRegular, fileKind(st.Mode()))
 		}
-		uid, changed, ok := ownerAndChange(st)
+		uid, changed, ok := stores.OwnerAndChange(st)
 		f.changed, f.protected = changed, protected && ok && uid == 0
 		out = append(out, f)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/stores"
 )
 
 // t0 is the start of every test session.
@@ -492,7 +493,7 @@ func TestCreateKeepsGivenID(t *testing.T) {
 func TestHome(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	t.Setenv("POLYGRAPH_HOME", dir)
-	got, err := Home()
+	got, err := stores.Home()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func TestHome(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Setenv("SUDO_UID", "") // not under sudo: root's own home
 	}
-	got, err = Home()
+	got, err = stores.Home()
 	if err != nil {
 		t.Fatal(err)
 	}

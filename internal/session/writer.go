@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/stores"
+
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/manifest"
 
@@ -124,7 +126,7 @@ func Create(home string, meta Meta) (*Writer, error) {
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = time.Now()
 	}
-	dir, g, err := createDir(home)
+	dir, g, err := stores.CreateDir(home)
 	if err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", dir, describe(err))
 	}
@@ -157,7 +159,7 @@ func Create(home string, meta Meta) (*Writer, error) {
 		removeFiles(path)
 		return nil, fmt.Errorf("create session %s: %w", path, describe(err))
 	}
-	if err := g.own(path); err != nil {
+	if err := g.Own(path); err != nil {
 		return fail(err)
 	}
 	if err := writeReserve(reservePath(path)); err != nil {
@@ -165,7 +167,7 @@ func Create(home string, meta Meta) (*Writer, error) {
 	}
 	// Under a guard the reserve stays root's 0600: nobody else needs it.
 	if g == nil {
-		if err := chownToInvoker(reservePath(path)); err != nil {
+		if err := stores.ChownToInvoker(reservePath(path)); err != nil {
 			return fail(err)
 		}
 	}
@@ -191,7 +193,7 @@ func newID(t time.Time) string {
 // the initial metadata, and starts the pipeline. Its results are not
 // named: a deferred cleanup that read a named w would find it already
 // set to nil by the failing return.
-func newWriter(path string, meta Meta, g *guard) (*Writer, error) {
+func newWriter(path string, meta Meta, g *stores.Guard) (*Writer, error) {
 	// The writer talks to the driver directly rather than through
 	// database/sql: it is the connection's only user, and skipping the
 	// pool's locking and argument conversion is a third of the cost of an
@@ -247,7 +249,7 @@ func newWriter(path string, meta Meta, g *guard) (*Writer, error) {
 	// makes sure (and sets a guard's ACL). A reader without write access
 	// uses the -shm read-only (SQLite 3.22+), so a live session reads.
 	for _, p := range []string{path + "-wal", path + "-shm"} {
-		if err := g.own(p); err != nil {
+		if err := g.Own(p); err != nil {
 			return nil, err
 		}
 	}

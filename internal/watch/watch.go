@@ -29,7 +29,7 @@ var ErrNeedsLinux = errors.New("watch needs Linux (the sensor is eBPF)")
 
 // Options say where to store sessions, what to watch and where findings go.
 type Options struct {
-	Home string // session directory root (session.Home())
+	Home string // session directory root (stores.Home())
 	// Homes are the user homes whose agent stores are watched; nil means
 	// every home in /etc/passwd and /root.
 	Homes []string

@@ -1,4 +1,4 @@
-package session
+package stores
 
 import (
 	"os"
@@ -30,11 +30,11 @@ func TestGuardACL(t *testing.T) {
 	if err := os.WriteFile(path, []byte("record"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := &guard{uid: 65534, gid: -1}
-	if err := g.apply(dir, true); err != nil {
+	g := &Guard{uid: 65534, gid: -1}
+	if err := g.Apply(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.apply(path, false); err != nil {
+	if err := g.Apply(path, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := grantACL(path, 65534, false); err != nil {

@@ -1,4 +1,4 @@
-package session
+package stores
 
 import (
 	"errors"
@@ -68,41 +68,41 @@ func isDefault(home string) bool {
 // home, home/sessions alone.
 func Dirs(home string) []string {
 	var out []string
-	for _, d := range storeDirs(home) {
-		out = append(out, d.path)
+	for _, d := range StoreDirs(home) {
+		out = append(out, d.Path)
 	}
 	return out
 }
 
-// storeDir is one directory sessions are read from.
-type storeDir struct {
-	path string
-	sudo bool // the invoking user's directory in the sudo store
+// StoreDir is one directory sessions are read from.
+type StoreDir struct {
+	Path string
+	Sudo bool // the invoking user's directory in the sudo store
 }
 
-// storeDirs is Dirs, with the sudo store marked.
-func storeDirs(home string) []storeDir {
-	var dirs []storeDir
+// StoreDirs is Dirs, with the sudo store marked.
+func StoreDirs(home string) []StoreDir {
+	var dirs []StoreDir
 	if isDefault(home) {
 		if _, uid, _, _ := accounts.InvokingUser(); uid != 0 {
-			dirs = append(dirs, storeDir{sudoSessionsDir(uid), true})
+			dirs = append(dirs, StoreDir{sudoSessionsDir(uid), true})
 		}
 	}
-	return append(dirs, storeDir{path: sessionsDir(home)})
+	return append(dirs, StoreDir{Path: SessionsDir(home)})
 }
 
-// protectedDir says whether dir, in the sudo store, is as createDir left
+// ProtectedDir says whether dir, in the sudo store, is as CreateDir left
 // it: root's, and writable by no one else, from the store's root down. A
 // session in it was written by root and by nothing the user ran; a store
 // someone else can write is read like any other directory.
-func protectedDir(dir string) bool {
+func ProtectedDir(dir string) bool {
 	root := filepath.Clean(sudoStore())
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		st, err := os.Lstat(d)
 		if err != nil || !st.IsDir() || st.Mode().Perm()&0o022 != 0 {
 			return false
 		}
-		if uid, _, ok := ownerAndChange(st); !ok || uid != 0 {
+		if uid, _, ok := OwnerAndChange(st); !ok || uid != 0 {
 			return false
 		}
 		if d == root || d == filepath.Dir(d) {
@@ -111,26 +111,26 @@ func protectedDir(dir string) bool {
 	}
 }
 
-// guard is how a session recorded as root on behalf of an unprivileged
+// Guard is how a session recorded as root on behalf of an unprivileged
 // user is protected from that user (and so from anything the traced tree
 // leaves behind): every file and directory belongs to root, and the user
 // is given read access only, through a group only they are in or, without
 // one, a POSIX ACL entry. The user cannot write the file, and cannot
 // delete or replace it, since the directory is not theirs either.
-type guard struct {
+type Guard struct {
 	uid int // the user given read access
 	gid int // a group whose only member is that user; -1: use an ACL
 }
 
-// createDir returns the directory Create writes home's sessions to and
-// the guard their files get (nil: the invoking user owns them, as before).
+// CreateDir returns the directory Create writes home's sessions to and
+// the Guard their files get (nil: the invoking user owns them, as before).
 // Under sudo, recording into the default home, the directory is the
 // user's in the sudo store, root-owned, created and secured here.
-func createDir(home string) (string, *guard, error) {
-	uid, gid, ok := sudoOwner()
+func CreateDir(home string) (string, *Guard, error) {
+	uid, gid, ok := SudoOwner()
 	if !ok || !isDefault(home) {
-		dir := sessionsDir(home)
-		return dir, nil, mkdirOwned(dir, 0o700)
+		dir := SessionsDir(home)
+		return dir, nil, MkdirOwned(dir, 0o700)
 	}
 	g, err := sudoUserDir(uid, gid)
 	if err != nil {
@@ -140,16 +140,16 @@ func createDir(home string) (string, *guard, error) {
 	if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", nil, err
 	}
-	if err := g.apply(d, true); err != nil {
+	if err := g.Apply(d, true); err != nil {
 		return "", nil, err
 	}
 	return d, g, nil
 }
 
 // sudoUserDir makes the sudo store's root, users/ and uid's directory in
-// it, root's, and returns the guard that gives uid read access.
-func sudoUserDir(uid, gid int) (*guard, error) {
-	g := &guard{uid: uid, gid: -1}
+// it, root's, and returns the Guard that gives uid read access.
+func sudoUserDir(uid, gid int) (*Guard, error) {
+	g := &Guard{uid: uid, gid: -1}
 	if privateGroup(uid, gid) {
 		g.gid = gid
 	}
@@ -170,7 +170,7 @@ func sudoUserDir(uid, gid int) (*guard, error) {
 	if err := os.Mkdir(userDir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	if err := g.apply(userDir, true); err != nil {
+	if err := g.Apply(userDir, true); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -181,7 +181,7 @@ func sudoUserDir(uid, gid int) (*guard, error) {
 // (no $POLYGRAPH_HOME): what that user can write, the traced tree can,
 // and a sudo run must not trust it.
 func ProtectedUser() (uid int, ok bool) {
-	uid, _, ok = sudoOwner()
+	uid, _, ok = SudoOwner()
 	return uid, ok && os.Getenv("POLYGRAPH_HOME") == ""
 }
 
@@ -193,7 +193,7 @@ func ProtectedUser() (uid int, ok bool) {
 // trusts; else home/name, as before. protected says which. Like the
 // sessions, $POLYGRAPH_HOME keeps its stores in itself.
 func ProtectedPath(home, name string) (dir string, protected bool) {
-	uid, _, ok := sudoOwner()
+	uid, _, ok := SudoOwner()
 	if !ok || !isDefault(home) {
 		return filepath.Join(home, name), false
 	}
@@ -204,7 +204,7 @@ func ProtectedPath(home, name string) (dir string, protected bool) {
 // root's and 0700, with the sudo store's directories above it as Create
 // makes them. What is in it is root's alone: the user reads it with sudo.
 func MkdirProtected(dir string) error {
-	uid, gid, ok := sudoOwner()
+	uid, gid, ok := SudoOwner()
 	if !ok {
 		return errors.New("a protected store is made only as root on behalf of a user")
 	}
@@ -239,7 +239,7 @@ func rootDir(path string, mode fs.FileMode) error {
 // available the file is left readable by everyone, with a warning: the
 // user must be able to read their session, and it still cannot be
 // written by them.
-func (g *guard) apply(path string, dir bool) error {
+func (g *Guard) Apply(path string, dir bool) error {
 	mode, open := fs.FileMode(0o640), fs.FileMode(0o644)
 	if dir {
 		mode, open = 0o750, 0o755
@@ -339,11 +339,15 @@ func primaryUsers(file string, gid int) ([]int, error) {
 	return out, nil
 }
 
-// own gives a file Create made its owner: the guard's root-and-reader
-// ownership, or without a guard the invoking user under sudo.
-func (g *guard) own(path string) error {
+// own gives a file Create made its owner: the Guard's root-and-reader
+// ownership, or without a Guard the invoking user under sudo.
+func (g *Guard) Own(path string) error {
 	if g == nil {
-		return chownToInvoker(path)
+		return ChownToInvoker(path)
 	}
-	return g.apply(path, false)
+	return g.Apply(path, false)
 }
+
+// SessionsDir is where a home keeps its session files (but for the sudo
+// store's).
+func SessionsDir(home string) string { return filepath.Join(home, "sessions") }

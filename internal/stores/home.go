@@ -1,4 +1,11 @@
-package session
+// Package stores says where polygraph keeps what it writes and who owns
+// it: its home, each home's sessions directory, the root-owned sudo store
+// (sessions, pins and baselines a sudo run trusts, which the traced tree,
+// running as the user, cannot write) and the access the invoking user is
+// given to them. It knows files and owners, not their contents: the session
+// store (SQLite), the integrity store and the baselines build on it, and
+// the packages that judge a session link none of the storage engines.
+package stores
 
 import (
 	"errors"
@@ -30,16 +37,16 @@ func Home() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("polygraph home: %w", err)
 	}
-	if err := mkdirOwned(dir, 0o700); err != nil {
+	if err := MkdirOwned(dir, 0o700); err != nil {
 		return "", fmt.Errorf("polygraph home: %w", err)
 	}
 	return dir, nil
 }
 
-// sudoOwner returns the uid and gid files we create should be handed to:
+// SudoOwner returns the uid and gid files we create should be handed to:
 // the invoking user when we run as root on their behalf. ok is false when
 // no chown is needed.
-func sudoOwner() (uid, gid int, ok bool) {
+func SudoOwner() (uid, gid int, ok bool) {
 	if os.Geteuid() != 0 {
 		return 0, 0, false
 	}
@@ -47,10 +54,10 @@ func sudoOwner() (uid, gid int, ok bool) {
 	return uid, gid, uid != 0
 }
 
-// chownToInvoker gives path to the invoking user under sudo. A missing
+// ChownToInvoker gives path to the invoking user under sudo. A missing
 // file is not an error: SQLite removes its -wal and -shm files at will.
-func chownToInvoker(path string) error {
-	uid, gid, ok := sudoOwner()
+func ChownToInvoker(path string) error {
+	uid, gid, ok := SudoOwner()
 	if !ok {
 		return nil
 	}
@@ -60,10 +67,10 @@ func chownToInvoker(path string) error {
 	return nil
 }
 
-// mkdirOwned creates dir and any missing parents, the parents 0755 and dir
+// MkdirOwned creates dir and any missing parents, the parents 0755 and dir
 // itself with perm, and chowns every directory it created (and only those)
 // to the invoking user.
-func mkdirOwned(dir string, perm fs.FileMode) error {
+func MkdirOwned(dir string, perm fs.FileMode) error {
 	var missing []string
 	for d := dir; ; {
 		if _, err := os.Stat(d); err == nil {
@@ -86,7 +93,7 @@ func mkdirOwned(dir string, perm fs.FileMode) error {
 		if err := os.Mkdir(missing[i], p); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		if err := chownToInvoker(missing[i]); err != nil {
+		if err := ChownToInvoker(missing[i]); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package session
+package stores
 
 import (
 	"io/fs"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// ownerAndChange returns a file's owner and its inode change time (ctime),
+// OwnerAndChange returns a file's owner and its inode change time (ctime),
 // which the kernel sets at every write, rename or chmod and which, unlike
 // the modification time, its owner cannot set back or forward.
-func ownerAndChange(st fs.FileInfo) (uid int, ctime time.Time, ok bool) {
+func OwnerAndChange(st fs.FileInfo) (uid int, ctime time.Time, ok bool) {
 	sys, isStat := st.Sys().(*syscall.Stat_t)
 	if !isStat {
 		return 0, st.ModTime(), false

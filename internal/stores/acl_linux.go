@@ -1,4 +1,4 @@
-package session
+package stores
 
 import (
 	"encoding/binary"
