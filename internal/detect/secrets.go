@@ -27,7 +27,7 @@ type fileID struct{ dev, ino uint64 }
 // name's file was replaced or removed (a rename onto the name, an unlink
 // of it), after which the inode number can be given to another file.
 type secretSpan struct {
-	path     int32 // the credential file's name
+	path     int32  // the credential file's name
 	from, to uint64 // seqs; to 0 while it lasts
 }
 
