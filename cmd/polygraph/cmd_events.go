@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,15 +20,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // eventsOptions are the flags of `polygraph events`.
 type eventsOptions struct {
-	json  bool
-	kinds []string
-	pids  []uint
+	json     bool
+	kinds    []string
+	pids     []uint
+	noRedact bool
 }
 
 func init() { commands = append(commands, newEventsCommand) }
@@ -49,7 +52,11 @@ matters for that kind. SESSION is a session id, a unique prefix of one,
 --kind and --pid select events (repeat them, or separate values with
 commas); kinds are ` + strings.Join(kinds, ", ") + `.
 With --json, one JSON object per event per line, with the field names of
-the event model.`,
+the event model.
+
+Secrets in command lines and environments (API keys, tokens, passwords)
+are masked, in both forms; --no-redact shows them as recorded, for root
+only.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEvents(cmd.Context(), opts, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -58,12 +65,16 @@ the event model.`,
 	cmd.Flags().BoolVar(&opts.json, "json", false, "one JSON object per event per line")
 	cmd.Flags().StringSliceVar(&opts.kinds, "kind", nil, "only events of this kind (repeatable)")
 	cmd.Flags().UintSliceVar(&opts.pids, "pid", nil, "only events of this process id (repeatable)")
+	cmd.Flags().BoolVar(&opts.noRedact, "no-redact", false, "show secrets in command lines and environments as recorded (root only)")
 	return cmd
 }
 
 func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 {
 		return &usageError{fmt.Errorf("events needs one SESSION argument")}
+	}
+	if err := checkNoRedact(opts.noRedact); err != nil {
+		return err
 	}
 	var f session.Filter
 	for _, k := range opts.kinds {
@@ -124,6 +135,9 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 	err = r.EventsContext(ctx, f, func(ev *event.Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if !opts.noRedact {
+			ev = redact.Event(ev)
 		}
 		if err := emit(ev); err != nil {
 			return fmt.Errorf("write: %w", err)
@@ -358,4 +372,14 @@ func roundDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Microsecond).String()
 	}
+}
+
+// checkNoRedact refuses --no-redact to anyone but root: the secrets it
+// shows were the traced command's, and a session in the sudo store is
+// readable by the user who ran it, who may not be the one who passed them.
+func checkNoRedact(noRedact bool) error {
+	if noRedact && os.Geteuid() != 0 {
+		return &usageError{fmt.Errorf("--no-redact shows secrets as recorded and is for root only")}
+	}
+	return nil
 }

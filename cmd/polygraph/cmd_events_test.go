@@ -336,3 +336,32 @@ func TestRunEventsModified(t *testing.T) {
 		}
 	}
 }
+
+// TestRunEventsRedact: a secret on an exec's command line or in its
+// recorded environment is masked in both forms; --no-redact, for root
+// only, shows it as recorded.
+func TestRunEventsRedact(t *testing.T) {
+	const key = "sk-ant-api03-AbCdEf0123456789_GhIjKlMnOpQrStUvWxYz-AbCdEfGhIjKl"
+	evs := testEvents()
+	evs[1].Process.Argv = []string{"env", "ANTHROPIC_API_KEY=" + key, "npm", "install"}
+	evs[1].Process.Env = []string{"OPENAI_API_KEY=" + key}
+	newTestSession(t, evs, nil, false)
+	for _, js := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		if err := runEvents(context.Background(), &eventsOptions{json: js}, []string{"last"}, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), key) || !strings.Contains(out.String(), "ANTHROPIC_API_KEY=[REDACTED]") {
+			t.Errorf("events (json %v) does not mask the key:\n%s", js, out.String())
+		}
+	}
+	var out bytes.Buffer
+	err := runEvents(context.Background(), &eventsOptions{json: true, noRedact: true}, []string{"last"}, &out, &out)
+	var ue *usageError
+	switch {
+	case os.Geteuid() != 0 && !errors.As(err, &ue):
+		t.Errorf("--no-redact as uid %d: %v, want a usage error", os.Geteuid(), err)
+	case os.Geteuid() == 0 && (err != nil || !strings.Contains(out.String(), key)):
+		t.Errorf("--no-redact as root: %v, key shown %v", err, strings.Contains(out.String(), key))
+	}
+}

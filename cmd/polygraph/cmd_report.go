@@ -27,6 +27,7 @@ type reportOptions struct {
 	failOn     string
 	policy     string
 	json       bool
+	noRedact   bool
 }
 
 func init() { commands = append(commands, newReportCommand) }
@@ -45,6 +46,10 @@ traced HOME, matching cwd and time) unless --transcript names one (or
 "none"). With --transcript and no SESSION, the report shows the agent's own
 account and claims only, and says that no kernel evidence exists.
 
+Secrets in command lines, environments, results and findings (API keys,
+tokens, passwords) are masked in every format; --no-redact shows them as
+recorded, for root only.
+
 Exit status: 0; 3 when --fail-on SEV is given and a finding at or above SEV
 (info, low, medium, high, critical) exists or the session was modified after
 recording; 1 on error; 2 on usage error.`,
@@ -59,6 +64,7 @@ recording; 1 on error; 2 on usage error.`,
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy file (default: the built-in policy)")
+	cmd.Flags().BoolVar(&opts.noRedact, "no-redact", false, "show secrets as recorded (root only)")
 	return cmd
 }
 
@@ -72,11 +78,14 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	if err := checkReportFlags(opts.format, opts.failOn); err != nil {
 		return err
 	}
+	if err := checkNoRedact(opts.noRedact); err != nil {
+		return err
+	}
 	pol, err := loadPolicy(opts.policy)
 	if err != nil {
 		return err
 	}
-	ro := analysis.Options{Transcript: opts.transcript, Policy: pol}
+	ro := analysis.Options{Transcript: opts.transcript, Policy: pol, NoRedact: opts.noRedact}
 	if len(args) == 1 {
 		home, err := stores.Home()
 		if err != nil {

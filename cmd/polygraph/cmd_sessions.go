@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
@@ -62,6 +63,10 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 	list, err := session.List(home)
 	if err != nil {
 		return err
+	}
+	for i := range list {
+		// The command line may carry the agent's API key.
+		list[i].Command = redact.Argv(list[i].Command)
 	}
 	out := bufio.NewWriter(stdout)
 	if opts.json {

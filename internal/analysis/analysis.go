@@ -42,6 +42,10 @@ type Options struct {
 	// if it has one, the baseline-deviation rule uses (observe.go); "":
 	// no baseline.
 	Home string
+	// NoRedact leaves the secrets of command lines, environments and
+	// results in the report (report --no-redact, for root only); by
+	// default Run's report masks them (report.Redact).
+	NoRedact bool
 	// Loaded, when set, is called once the session's events are read,
 	// before they are analysed: where a command tunes the collector for
 	// a heap that is now nearly all live (the library sets no
@@ -95,6 +99,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.NoRedact {
+		return a.UnredactedReport(), nil
+	}
 	return a.Report(), nil
 }
 
@@ -128,8 +135,18 @@ func Analyze(ctx context.Context, o Options) (*Analysis, error) {
 	return a, nil
 }
 
-// Report builds the report of the analysis.
+// Report builds the report of the analysis, with every secret of a
+// command line, environment or result masked (report.Redact): what every
+// report, page and stream shows.
 func (a *Analysis) Report() *report.Report {
+	rep := a.UnredactedReport()
+	rep.Redact()
+	return rep
+}
+
+// UnredactedReport builds the report of the analysis with every string as
+// recorded: for `report --no-redact`, which only root may ask for.
+func (a *Analysis) UnredactedReport() *report.Report {
 	rep := report.Build(a.Meta, a.Summary, a.Transcript, a.Attribution, a.Findings)
 	rep.AddIntegrity(a.Attribution, integrityViews(a.Verdicts))
 	rep.Notes = append(rep.Notes, integrityNotes(a.Meta, a.Damage)...)

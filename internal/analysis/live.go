@@ -14,6 +14,7 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/findings"
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/report"
 )
 
@@ -270,10 +271,11 @@ func (l *Live) findingRecord(a *Analysis, f detect.Finding) findings.Record {
 
 // FindingRecord is the stream's form of f, a finding of a: its rule,
 // severity, text, tool call, evidence and the time of its first evidence
-// event.
+// event. Its text and the process's command line are masked by the one
+// redactor, as the report's are: a pipeline stores the stream.
 func FindingRecord(a *Analysis, f detect.Finding) findings.Record {
-	r := findings.Record{Type: findings.TypeFinding, Rule: f.Rule, Severity: string(f.Severity), Title: f.Title,
-		Detail: f.Detail, ToolCallID: f.ToolCallID, Claim: f.Claim, Evidence: f.Evidence, Blocked: f.Blocked}
+	r := findings.Record{Type: findings.TypeFinding, Rule: f.Rule, Severity: string(f.Severity), Title: redact.String(f.Title),
+		Detail: redact.String(f.Detail), ToolCallID: f.ToolCallID, Claim: redact.String(f.Claim), Evidence: f.Evidence, Blocked: f.Blocked}
 	if fw := f.Frameworks; len(fw.All()) > 0 {
 		r.Frameworks = &findings.Frameworks{ATTACK: fw.ATTACK, ATLAS: fw.ATLAS, OWASPLLM: fw.OWASPLLM, SAIF: fw.SAIF}
 	}
@@ -286,7 +288,7 @@ func FindingRecord(a *Analysis, f detect.Finding) findings.Record {
 			r.Process = &findings.Process{PID: e.PID, ExecID: e.ExecID, Comm: e.Comm}
 			if a.Attribution != nil && a.Attribution.Tree != nil {
 				if x := a.Attribution.Tree.ExecOf(e.ExecID); x != nil {
-					r.Process.Exe, r.Process.Argv = x.Path, x.Argv()
+					r.Process.Exe, r.Process.Argv = x.Path, redact.Argv(x.Argv())
 				}
 			}
 		}

@@ -1,9 +1,11 @@
-package redact
+// An external test: recorded analyses sessions, which uses this package.
+package redact_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/test/recorded"
 )
 
@@ -20,13 +22,13 @@ func TestRecordedUnchanged(t *testing.T) {
 		for _, e := range s.Events {
 			for _, v := range []string{e.Path, e.Path2, e.Cwd(), e.Script(), e.PathRequested(), e.Addr(), e.QName(), e.Host()} {
 				n++
-				if got := String(v); got != v {
+				if got := redact.String(v); got != v {
 					t.Errorf("%s seq %d: %q masked to %q", agent, e.Seq, v, got)
 				}
 			}
 			if argv := e.Argv(); len(argv) > 0 {
 				n++
-				if got := Argv(argv); strings.Join(got, " ") != strings.Join(argv, " ") {
+				if got := redact.Argv(argv); strings.Join(got, " ") != strings.Join(argv, " ") {
 					t.Errorf("%s seq %d: argv %q masked to %q", agent, e.Seq, argv, got)
 				}
 			}

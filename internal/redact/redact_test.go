@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 // Fake credentials of each vendor's shape (none is real).
@@ -259,5 +261,28 @@ func TestStringQuotedScript(t *testing.T) {
 		if got := String(tc.in); got != tc.want {
 			t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestEvent: an exec's command line and environment are masked in a
+// copy; the recorded event, and an event with nothing to mask, are left
+// as they are.
+func TestEvent(t *testing.T) {
+	e := &event.Event{Kind: event.KindExec, Process: &event.Process{
+		Argv: []string{"curl", "-H", "Authorization: Bearer " + ghToken, "https://x.test/"},
+		Env:  []string{"CODEX_HOME=/home/dev/.codex", "OPENAI_API_KEY=" + openAI}}}
+	got := Event(e)
+	if got == e || strings.Contains(strings.Join(got.Argv(), " "), ghToken) || slices.Contains(got.Process.Env, "OPENAI_API_KEY="+openAI) {
+		t.Errorf("Event did not mask: %q %q", got.Argv(), got.Process.Env)
+	}
+	if got.Process.Env[0] != "CODEX_HOME=/home/dev/.codex" || got.Argv()[0] != "curl" {
+		t.Errorf("Event masked what is no secret: %q %q", got.Argv(), got.Process.Env)
+	}
+	if !strings.Contains(e.Argv()[2], ghToken) || e.Process.Env[1] != "OPENAI_API_KEY="+openAI {
+		t.Error("Event changed the recorded event")
+	}
+	plain := &event.Event{Kind: event.KindExec, Process: &event.Process{Argv: []string{"make", "test"}}}
+	if Event(plain) != plain || Event(&event.Event{Kind: event.KindOpen, Path: "/p"}) == nil {
+		t.Error("Event copied an event with nothing to mask")
 	}
 }
