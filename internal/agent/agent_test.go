@@ -372,3 +372,32 @@ func TestFileLists(t *testing.T) {
 		t.Errorf("Programs = %v", progs)
 	}
 }
+
+// TestCarried: Claude Code's and Gemini CLI's carrier scripts are known
+// by their shape; a plain shell command, and the runtime's own helpers,
+// are not carriers.
+func TestCarried(t *testing.T) {
+	for _, c := range []struct {
+		argv  []string
+		agent string
+	}{
+		{[]string{"/bin/bash", "-c", "source /h/.claude/shell-snapshots/snapshot-bash-1.sh 2>/dev/null || true && eval 'make test' < /dev/null && pwd -P >| /tmp/claude-1-cwd"}, "claude-code"},
+		{[]string{"/usr/bin/bash", "-c", "shopt -u promptvars nullglob; _bgpids_file=/tmp/gemini-shell-X/bgpids.tmp\n(\nmake test\n)"}, "gemini"},
+		{[]string{"/bin/bash", "-c", "make test"}, ""},
+		{[]string{"/bin/sh", "-c", "# Snapshot file\nexport X=1"}, ""},
+		{[]string{"python3", "-c", "source /x/shell-snapshots/ && eval 'x'"}, ""},
+	} {
+		p, _, ok := Carried(c.argv)
+		if got := ""; ok {
+			got = p.Name
+			if got != c.agent {
+				t.Errorf("Carried(%q) = %s, want %q", c.argv, got, c.agent)
+			}
+		} else if c.agent != "" {
+			t.Errorf("Carried(%q) found no carrier, want %s's", c.argv, c.agent)
+		}
+	}
+	if got := ShellScript([]string{"zsh", "-lc", "ls", "arg0"}); got != "ls" {
+		t.Errorf("ShellScript = %q", got)
+	}
+}

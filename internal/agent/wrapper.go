@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
@@ -72,4 +73,54 @@ func Runtime(argv []string, script string) (Wrapper, bool) {
 		}
 	}
 	return Wrapper{}, false
+}
+
+// Carried returns the Carrier wrapper, and its agent's profile, that an
+// exec with argv has the shape of: the agent's runtime running a tool
+// call's command as the payload of its own script. A reader shows the
+// call's command in its place: the wrapper's text (Claude Code's is ~400
+// characters of snapshot sourcing before the `eval`) buries it.
+func Carried(argv []string) (*Profile, Wrapper, bool) {
+	script := ShellScript(argv)
+	if script == "" {
+		return nil, Wrapper{}, false
+	}
+	script = strings.TrimSpace(script)
+	for _, p := range registry {
+		for _, w := range p.Wrappers {
+			if w.Role == Carrier && w.Matches(argv, script) {
+				return p, w, true
+			}
+		}
+	}
+	return nil, Wrapper{}, false
+}
+
+// ShellScript returns the script of a `shell [-opts] -c SCRIPT …` argv,
+// else "": what the agents' runtimes run their commands and wrappers as,
+// and what a Wrapper's shape is matched against.
+func ShellScript(argv []string) string {
+	if len(argv) < 3 || !shellProgram(argv[0]) {
+		return ""
+	}
+	dashC := false
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-") {
+			if dashC {
+				return a
+			}
+			return ""
+		}
+		dashC = dashC || len(a) >= 2 && a[1] != '-' && strings.ContainsRune(a[1:], 'c')
+	}
+	return ""
+}
+
+// shellProgram reports whether a program path names a POSIX-ish shell.
+func shellProgram(p string) bool {
+	switch path.Base(p) {
+	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish":
+		return true
+	}
+	return false
 }

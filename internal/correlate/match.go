@@ -3,6 +3,8 @@ package correlate
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/agent"
 )
 
 // Match strengths of a process's argv against a shell call's command.
@@ -238,31 +240,9 @@ func isDashC(s string) bool {
 	return strings.ContainsRune(s[1:], 'c')
 }
 
-// scriptOf returns the script of a `shell [-opts] -c SCRIPT …` argv, else "".
-func scriptOf(argv []string) string {
-	if len(argv) < 3 || !isShell(argv[0]) {
-		return ""
-	}
-	for i := 1; i < len(argv); i++ {
-		a := argv[i]
-		if !strings.HasPrefix(a, "-") {
-			if hasDashC(argv[1:i]) {
-				return a
-			}
-			return ""
-		}
-	}
-	return ""
-}
-
-func hasDashC(opts []string) bool {
-	for _, o := range opts {
-		if isDashC(o) {
-			return true
-		}
-	}
-	return false
-}
+// scriptOf returns the script of a `shell [-opts] -c SCRIPT …` argv, else
+// "" (agent.ShellScript: the wrappers are matched against the same).
+func scriptOf(argv []string) string { return agent.ShellScript(argv) }
 
 // shellWords splits s into words the way a shell would, honouring quotes
 // and backslashes. ok is false when s holds an unquoted operator (;, &,
