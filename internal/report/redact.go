@@ -40,6 +40,7 @@ func (r *Report) Redact() {
 		v.Call = redactCall(v.Call)
 		if k := v.Kernel; k != nil {
 			k.Execs = redactStrings(k.Execs)
+			k.Commands = redactStrings(k.Commands)
 		}
 	}
 	for i, c := range r.Claims {
@@ -51,6 +52,14 @@ func (r *Report) Redact() {
 	}
 	for i, e := range r.Unattributed {
 		r.Unattributed[i] = redact.Event(e)
+	}
+	for i := range r.groups {
+		g := &r.groups[i]
+		g.Command = redact.String(g.Command)
+		g.Events = slices.Clone(g.Events)
+		for j, e := range g.Events {
+			g.Events[j] = redact.Event(e)
+		}
 	}
 	r.Findings = slices.Clone(r.Findings)
 	for i := range r.Findings {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/textsafe"
@@ -108,16 +109,30 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.textFindings(&b)
 	r.textToolCalls(&b)
 	r.textUnattributed(&b)
-	fmt.Fprintf(&b, "\nCLAIMS (%d)\n", len(r.Claims))
-	for _, c := range r.Claims {
-		refs := "no tool call"
-		if len(c.ToolCallIDs) > 0 {
-			refs = textsafe.Line(strings.Join(c.ToolCallIDs, ", "))
-		}
-		fmt.Fprintf(&b, "  %s  %-13s %q → %s\n", clock(c.At), textsafe.Line(string(c.Kind)), oneLine(c.Text, 100), refs)
-	}
+	r.textClaims(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// textClaims writes each claim with the call that backs it or the
+// finding that contradicts it.
+func (r *Report) textClaims(b *strings.Builder) {
+	fmt.Fprintf(b, "\nCLAIMS (%d)\n", len(r.Claims))
+	for _, c := range r.Claims {
+		f, calls := r.ClaimLink(c)
+		var link string
+		switch {
+		case f != nil && f.ToolCallID != "":
+			link = fmt.Sprintf("contradicted by %s (%s) on %s", f.ID, f.Rule, f.ToolCallID)
+		case f != nil:
+			link = fmt.Sprintf("contradicted by %s (%s)", f.ID, f.Rule)
+		case len(calls) > 0:
+			link = "backed by " + strings.Join(calls, ", ")
+		default:
+			link = "no tool call"
+		}
+		fmt.Fprintf(b, "  %s  %-13s %q → %s\n", clock(c.At), textsafe.Line(string(c.Kind)), oneLine(c.Text, 100), textsafe.Line(link))
+	}
 }
 
 // textHeader writes the notes, the summary, the transcript read and the
@@ -162,6 +177,11 @@ func (r *Report) textFindings(b *strings.Builder) {
 	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, textsafe.Line(f.Title))
+		if f.Severity == detect.SeverityInfo {
+			// Notes, not alarms: one line each, their detail in the
+			// other formats.
+			continue
+		}
 		if f.Detail != "" {
 			// One line: the rules write none with newlines, so any it
 			// has came from a name in the record.
@@ -224,7 +244,18 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					case k.ExitCode != nil:
 						st = fmt.Sprintf(", exit %d after %s", *k.ExitCode, time.Duration(k.DurationNS).Round(time.Millisecond))
 					}
-					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(textsafe.Lines(k.Execs), 3)))
+					cmds := k.Commands
+					if len(cmds) == 0 {
+						cmds = k.Execs
+					}
+					lines := make([]string, len(cmds))
+					for i, c := range cmds {
+						lines[i] = oneLine(c, 100)
+					}
+					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(lines, 3)))
+					if len(k.Wrappers) > 0 {
+						saw = append(saw, "through the agent's "+textsafe.Line(strings.Join(k.Wrappers, ", ")))
+					}
 				}
 				if k.CPUNS > 0 || k.MaxRSSKB > 0 {
 					saw = append(saw, fmt.Sprintf("cpu %s, peak rss %s", time.Duration(k.CPUNS).Round(time.Millisecond), bytesText(int64(k.MaxRSSKB)<<10)))
@@ -233,7 +264,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					saw = append(saw, "wrote "+list(textsafe.Lines(k.Writes), 4))
 				}
 				if len(k.Reads) > 0 {
-					saw = append(saw, fmt.Sprintf("read %d files", len(k.Reads)))
+					saw = append(saw, "read "+readsText(k.Reads, 4))
 				}
 				if len(k.Connects) > 0 {
 					saw = append(saw, "connected to "+list(textsafe.Lines(k.Connects), 4))
@@ -251,24 +282,52 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 			}
 		}
 		if len(v.Findings) > 0 {
-			fmt.Fprintf(b, "      findings:    %s\n", strings.Join(v.Findings, ", "))
+			fmt.Fprintf(b, "      findings:    %s\n", r.findingRefs(v.Findings))
 		}
 	}
 }
 
-// textUnattributed writes the events no tool call explains (or, without
-// a transcript, only how many there are).
+// findingRefs names findings by id with their severity and rule: "F2
+// (low unattributed-activity)".
+func (r *Report) findingRefs(ids []string) string {
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		s := id
+		for _, f := range r.Findings {
+			if f.ID == id {
+				s = fmt.Sprintf("%s (%s %s)", id, f.Severity, f.Rule)
+				break
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// textUnattributed writes what no tool call explains, a line a process,
+// the agent's own activity last (or, without a transcript, only how many
+// events there are).
 func (r *Report) textUnattributed(b *strings.Builder) {
 	if r.KernelEvidence && r.Transcript == nil {
 		fmt.Fprintf(b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, textsafe.Line(r.Session.ID))
-	} else if r.KernelEvidence {
-		fmt.Fprintf(b, "\nUNATTRIBUTED (%d events)\n", len(r.Unattributed))
-		for i, e := range r.Unattributed {
-			if i == 20 {
-				fmt.Fprintf(b, "  … %d more (polygraph report --format json lists them all)\n", len(r.Unattributed)-20)
-				break
-			}
-			fmt.Fprintf(b, "  %s  pid %-7d %-15s %-8s %s\n", clock(e.TS), e.PID, textsafe.Line(e.Comm), e.Kind, textsafe.Line(eventWhat(e)))
+		return
+	}
+	if !r.KernelEvidence {
+		return
+	}
+	groups := r.groups
+	if groups == nil && len(r.Unattributed) > 0 {
+		groups = groupUnattributed(&correlate.Result{Unattributed: r.Unattributed})
+	}
+	fmt.Fprintf(b, "\nUNATTRIBUTED (%d events, %d processes)\n", len(r.Unattributed), len(groups))
+	for i, g := range groups {
+		if i == 20 {
+			fmt.Fprintf(b, "  … %d more processes (polygraph report --format json lists every event)\n", len(groups)-20)
+			break
+		}
+		fmt.Fprintf(b, "  %s  pid %-7d %s  (%s)\n", clock(g.First), g.PID, oneLine(g.Command, 80), g.KindCounts())
+		if sum := g.Summary(); sum != "" {
+			fmt.Fprintf(b, "               %s\n", textsafe.Line(sum))
 		}
 	}
 }

@@ -122,34 +122,35 @@ func TestWriteText(t *testing.T) {
 			"               claim: \"All tests pass\"\n" +
 			"               tool call: c1; evidence: event 3\n",
 		"\nTOOL CALLS (4)\n" +
-			"! 03:04:05  shell Bash make test  [c1]\n" +
+			"! 03:04:05.000  shell Bash make test  [c1]\n" +
 			"      agent said:  exit 0; result \"ok\"\n" +
-			"      kernel saw:  2 processes, exit 2 after 1.5s: make test, go test, go vet, … 1 more; cpu 250ms, peak rss 12.0 MiB; wrote /p/out.txt; read 2 files; " +
+			"      kernel saw:  2 processes, exit 2 after 1.5s: make test, go test, go vet, … 1 more; cpu 250ms, peak rss 12.0 MiB; wrote /p/out.txt; read /p/a, /p/b; " +
 			"connected to api.example.com (1.2.3.4:443), [::1]:8080; looked up api.example.com; 1 events after the call returned\n" +
-			"      findings:    F2\n" +
-			"  03:04:06  write Write /p/new.go  [c2]\n" +
+			"      findings:    F2 (medium claim-tests)\n" +
+			"  03:04:06.000  write Write /p/new.go  [c2]\n" +
 			"      agent said:  error\n" +
 			"      kernel saw:  nothing\n" +
-			"  03:04:07  fetch WebFetch https://x.test/  [c3]\n" +
+			"  03:04:07.000  fetch WebFetch https://x.test/  [c3]\n" +
 			"      agent said:  rejected: nothing ran\n" +
 			"      kernel saw:  1 processes, killed by signal 9: curl x\n" +
-			"  03:04:08  shell Bash echo <b>hi</b>  [c4]\n" +
+			"  03:04:08.000  shell Bash echo <b>hi</b>  [c4]\n" +
 			"      kernel saw:  nothing\n",
-		"\nUNATTRIBUTED (22 events)\n" +
-			"  03:04:05  pid 10      git             exec     git status\n" +
-			"  03:04:05  pid 11      curl            connect  10.1.2.3 port 8443\n",
-		"  03:04:05  pid 20      cat             open     /p/f19 read\n" +
-			"  … 2 more (polygraph report --format json lists them all)\n",
+		"\nUNATTRIBUTED (22 events, 6 processes)\n" +
+			"  03:04:05.000  pid 10      git status  (1 exec)\n" +
+			"  03:04:05.000  pid 11      curl  (1 connect, 1 dns)\n" +
+			"               connected to 10.1.2.3:8443; looked up evil.test\n",
+		"  03:04:05.000  pid 20      cat  (15 open)\n" +
+			"               read /p/f07, /p/f08, /p/f09, … 12 more\n",
 		"\nCLAIMS (2)\n" +
-			"  03:04:09  tests-passed  \"All tests pass\" → c1\n" +
-			"            ran           \"I ran it\" → no tool call\n",
+			"  03:04:09.000  tests-passed  \"All tests pass\" → contradicted by F2 (claim-tests) on c1\n" +
+			"                ran           \"I ran it\" → no tool call\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("text report lacks\n%s\n--- report:\n%s", want, got)
 		}
 	}
 	if strings.Contains(got, "/p/f20") {
-		t.Error("the text report lists more than 20 unattributed events")
+		t.Error("the text report lists every file a process read")
 	}
 }
 
@@ -354,5 +355,46 @@ func TestEventWhat(t *testing.T) {
 		if got := eventWhat(c.e); got != c.want {
 			t.Errorf("eventWhat(%s) = %q, want %q", c.e.Kind, got, c.want)
 		}
+	}
+}
+
+// TestWriteTextNoise: an info finding is one line, a claim names the call
+// that backs it, a command an agent's wrapper carried is shown as the
+// agent wrote it, and the agent's own stray activity comes last, as one
+// line.
+func TestWriteTextNoise(t *testing.T) {
+	inUTC(t)
+	call := &transcript.ToolCall{ID: "c1", Tool: "Bash", Kind: transcript.KindShell, Command: "make test", StartedAt: t0}
+	wrapper := exec("2-1", "/bin/bash", "-c", "source /h/.claude/shell-snapshots/snapshot-bash-1.sh 2>/dev/null || true && eval 'make test' < /dev/null && pwd -P >| /tmp/claude-1-cwd")
+	tr := &transcript.Transcript{Path: "t.jsonl", Agent: "claude-code", ToolCalls: []*transcript.ToolCall{call},
+		Claims: []*transcript.Claim{{Kind: transcript.ClaimTestsPassed, Text: "Tests pass", At: t0, ToolCallIDs: []string{"c1"}}}}
+	var own []*event.Event
+	for i := range 30 {
+		own = append(own, &event.Event{Seq: uint64(10 + i), TS: t0, Kind: event.KindOpen, PID: 1, Comm: "claude", ExecID: "1-1", Path: fmt.Sprintf("/h/.cache/f%d", i), Access: "read"})
+	}
+	attr := &correlate.Result{AgentExecIDs: []string{"1-1"},
+		ByCall: map[string]*correlate.CallActivity{"c1": {Call: call, Execs: []*event.Event{wrapper, exec("3-1", "make", "test")},
+			Reads: []string{"/lib/x86_64-linux-gnu/libc.so.6", "/p/Makefile", "/etc/ld.so.cache"}, Events: []uint64{1, 2}}},
+		Unattributed: append([]*event.Event{{Seq: 5, TS: t0, Kind: event.KindOpen, PID: 7, Comm: "cat", ExecID: "7-1", Path: "/h/.netrc", Access: "read"}}, own...)}
+	findings := []detect.Finding{{ID: "F1", Rule: "untrusted-binary", Severity: detect.SeverityInfo, Title: "ran a workspace script", Detail: "long detail",
+		ToolCallID: "c1", Frameworks: detect.Frameworks{ATTACK: []string{"T1204"}}}}
+	var b bytes.Buffer
+	if err := Build(&manifest.Meta{ID: "s1", StartedAt: t0}, nil, tr, attr, findings).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"  F1  INFO     untrusted-binary       ran a workspace script\n\nTOOL CALLS",
+		"kernel saw:  2 processes: [Claude Code's snapshot-eval wrapper] make test, make test; read /p/Makefile, 2 system files\n",
+		"\"Tests pass\" → backed by c1\n",
+		"UNATTRIBUTED (31 events, 2 processes)\n  03:04:05.000  pid 7       cat  (1 open)\n               read /h/.netrc\n" +
+			"  03:04:05.000  pid 1       claude  (30 open)\n               the agent's own activity no tool call explains; read /h/.cache/f0, /h/.cache/f1, /h/.cache/f2, … 27 more\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text report lacks\n%s\n--- report:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "long detail") || strings.Contains(got, "snapshot-bash-1.sh") {
+		t.Errorf("an info finding's detail, or the wrapper's script, is in the text:\n%s", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
@@ -41,6 +42,10 @@ type Report struct {
 	UnattributedCount int              `json:"unattributed_count"`
 	Unattributed      []*event.Event   `json:"unattributed"`
 	Findings          []detect.Finding `json:"findings"`
+
+	// groups are the unattributed events by process (the text report's
+	// and the pages' view of them).
+	groups []ProcessGroup
 }
 
 // TranscriptInfo names the transcript the report read.
@@ -62,8 +67,15 @@ type ToolCallView struct {
 
 // KernelView is what the kernel saw one tool call do.
 type KernelView struct {
-	Processes  int      `json:"processes"`
-	Execs      []string `json:"execs,omitempty"` // argv of each exec, joined
+	Processes int      `json:"processes"`
+	Execs     []string `json:"execs,omitempty"` // argv of each exec, joined
+	// Commands are the execs as a reader wants them: a wrapper that
+	// carried the call's command (Claude Code's `source <snapshot> &&
+	// eval '…'`) as the command the agent wrote, the rest as Execs has
+	// them, but for the agent's runtime wrappers, which Wrappers names
+	// (Codex's sandbox set-up and snapshot wrapper).
+	Commands   []string `json:"commands,omitempty"`
+	Wrappers   []string `json:"wrappers,omitempty"`
 	ExitCode   *int     `json:"exit_code,omitempty"`
 	Signal     int      `json:"signal,omitempty"`
 	DurationNS uint64   `json:"duration_ns,omitempty"`
@@ -145,6 +157,7 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 		r.UnattributedCount = len(attr.Unattributed)
 		if tr != nil {
 			r.Unattributed = append(r.Unattributed, attr.Unattributed...)
+			r.groups = groupUnattributed(attr)
 		}
 	}
 	return r
@@ -160,6 +173,11 @@ func kernelView(a *correlate.CallActivity, evs []*event.Event) *KernelView {
 			seen[e.ExecID] = true
 		}
 		k.Execs = append(k.Execs, strings.Join(e.Argv(), " "))
+		if w, ok := runtimeWrapper(e); ok {
+			k.Wrappers = appendNew(k.Wrappers, w.Name)
+		} else {
+			k.Commands = append(k.Commands, execCommand(e, a.Call))
+		}
 	}
 	k.Processes = len(seen)
 	for _, seq := range a.Events {
@@ -183,6 +201,36 @@ func kernelView(a *correlate.CallActivity, evs []*event.Event) *KernelView {
 		k.Connects = append(k.Connects, s)
 	}
 	return k
+}
+
+// execCommand is an exec as a reader wants it (KernelView.Commands): the
+// call's own command where an agent's wrapper carried it, else the argv
+// joined.
+func execCommand(e *event.Event, call *transcript.ToolCall) string {
+	argv := e.Argv()
+	if p, w, ok := agent.Carried(argv); ok && call != nil && call.Command != "" {
+		return fmt.Sprintf("[%s's %s wrapper] %s", p.Title, w.Name, call.Command)
+	}
+	return strings.Join(argv, " ")
+}
+
+// runtimeWrapper is the agent's runtime wrapper an exec is (agent.Runtime):
+// something the agent runs around a command, not the command.
+func runtimeWrapper(e *event.Event) (agent.Wrapper, bool) {
+	argv := e.Argv()
+	return agent.Runtime(argv, strings.TrimSpace(agent.ShellScript(argv)))
+}
+
+// ClaimLink says which tool call backs or contradicts a claim: the
+// finding that contradicts it (a claim-* rule quoting its text), else
+// the calls it refers to; contradicting is "" when no finding does.
+func (r *Report) ClaimLink(c *transcript.Claim) (contradicting *detect.Finding, calls []string) {
+	for i := range r.Findings {
+		if f := &r.Findings[i]; f.Claim != "" && f.Claim == c.Text {
+			return f, c.ToolCallIDs
+		}
+	}
+	return nil, c.ToolCallIDs
 }
 
 // MaxSeverity returns the highest severity among the findings, or "".
@@ -212,9 +260,12 @@ func (r *Report) orderedCalls() []*ToolCallView {
 	return out
 }
 
+// clock is a time of day to the millisecond: an agent's calls come tens
+// of milliseconds apart, and a clock to the second gave five of them one
+// time.
 func clock(t time.Time) string {
 	if t.IsZero() {
-		return "        "
+		return "            "
 	}
-	return t.Local().Format("15:04:05")
+	return t.Local().Format("15:04:05.000")
 }

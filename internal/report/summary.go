@@ -178,7 +178,7 @@ func listed(items []string, max int) string {
 // at most max runes. It is not escaping: what it returns goes through
 // textsafe.Line or %q.
 func oneLine(s string, max int) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
+	s = textsafe.Line(s)
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"
 	}
