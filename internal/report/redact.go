@@ -20,6 +20,7 @@ import (
 // summary, calls, claims, events, findings) is copied before it changes,
 // so the analysis keeps what was recorded.
 func (r *Report) Redact() {
+	r.redacted, r.timeline = true, nil
 	if m := r.Session; m != nil {
 		if argv := redact.Argv(m.Command); !slices.Equal(argv, m.Command) {
 			c := *m

@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"io"
 	"strings"
 	"time"
@@ -357,47 +356,3 @@ func eventWhat(e *event.Event) string {
 	}
 	return s
 }
-
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"upper":     func(s detect.Severity) string { return strings.ToUpper(string(s)) },
-	"fw":        frameworks,
-	"what":      eventWhat,
-	"label":     callLabel,
-	"join":      strings.Join,
-	"seqs":      func(s []uint64) string { return seqs(s, 20) },
-	"integrity": integrityLine,
-	"clock":     clock,
-}).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>polygraph report{{with .Session}} {{.ID}}{{end}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#222}
-h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #eee;padding:.3rem .5rem;text-align:left;vertical-align:top;font-size:.9rem}
-.sev{font-weight:bold;padding:0 .3rem;border-radius:3px}
-.critical{background:#7a0010;color:#fff}.high{background:#d33;color:#fff}.medium{background:#f90}.low{background:#fd6}.info{background:#ddd}
-code{font-size:.85rem;word-break:break-all} .note{background:#fffbe6;padding:.5rem}
-</style></head><body>
-<h1>polygraph report{{with .Session}} — session {{.ID}}{{end}}</h1>
-{{range .Notes}}<p class="note">{{.}}</p>{{end}}
-{{with .Session}}<p>Command <code>{{join .Command " "}}</code> in <code>{{.Cwd}}</code>, started {{.StartedAt.Local.Format "2006-01-02 15:04:05"}}.</p>{{end}}
-{{with .Transcript}}<p>Transcript <code>{{.Path}}</code> ({{.Agent}}, {{.Format}}).</p>{{end}}
-<h2>Findings ({{len .Findings}})</h2>
-<table><tr><th>id</th><th>severity</th><th>rule</th><th>what</th><th>tool call</th><th>evidence</th><th>frameworks</th></tr>
-{{range .Findings}}<tr><td>{{.ID}}</td><td><span class="sev {{.Severity}}">{{upper .Severity}}</span></td><td>{{.Rule}}</td><td><b>{{.Title}}</b><br>{{.Detail}}{{with .Claim}}<br>claim: <q>{{.}}</q>{{end}}</td><td><code>{{.ToolCallID}}</code></td><td>{{seqs .Evidence}}</td><td>{{fw .Frameworks}}</td></tr>
-{{end}}</table>
-<h2>Tool calls ({{len .ToolCalls}})</h2>
-<table><tr><th>time</th><th>call</th><th>agent said</th><th>kernel saw</th><th>findings</th></tr>
-{{range .ToolCalls}}<tr><td>{{clock .Call.StartedAt}}</td><td><code>{{label .Call}}</code><br><small>{{.Call.ID}}</small></td>
-<td>{{if .Call.Rejected}}rejected{{else}}{{with .Call.ExitCode}}exit {{.}}{{end}}{{end}} {{.Call.Result}}</td>
-<td>{{with .Kernel}}{{.Processes}} processes{{with .ExitCode}}, exit {{.}}{{end}}<br>{{range .Execs}}<code>{{.}}</code><br>{{end}}{{with .Writes}}wrote {{join . ", "}}<br>{{end}}{{with .Connects}}connected {{join . ", "}}{{end}}{{with .Integrity}}<br>integrity: {{integrity .}}{{end}}{{else}}—{{end}}</td>
-<td>{{join .Findings ", "}}</td></tr>
-{{end}}</table>
-{{if .KernelEvidence}}<h2>Unattributed ({{len .Unattributed}} events)</h2>
-<table>{{range .Unattributed}}<tr><td>{{.Seq}}</td><td>{{.PID}} {{.Comm}}</td><td>{{.Kind}}</td><td><code>{{what .}}</code></td></tr>{{end}}</table>{{end}}
-<h2>Claims ({{len .Claims}})</h2>
-<table>{{range .Claims}}<tr><td>{{clock .At}}</td><td>{{.Kind}}</td><td>{{.Text}}</td><td><code>{{join .ToolCallIDs ", "}}</code></td></tr>{{end}}</table>
-</body></html>
-`))
-
-// WriteHTML writes the report as one self-contained HTML page.
-func (r *Report) WriteHTML(w io.Writer) error { return htmlTmpl.Execute(w, r) }

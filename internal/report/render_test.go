@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"slices"
 	"strings"
 	"testing"
@@ -259,8 +260,12 @@ func TestWriteJSON(t *testing.T) {
 	}
 }
 
-// TestWriteHTML: the page names the session, marks severities, shows the
-// kernel's view, and escapes everything the agent wrote.
+// TestWriteHTML: the page is the session's timeline: the call rows with
+// the three accounts, the divergence marked, the finding pinned on its
+// call and listed with its framework ids, the claim linked to the finding
+// that contradicts it; everything the agent wrote escaped, and nothing
+// loaded from anywhere: the inline style and script are allowed by their
+// hashes and nothing else.
 func TestWriteHTML(t *testing.T) {
 	inUTC(t)
 	var b bytes.Buffer
@@ -270,21 +275,19 @@ func TestWriteHTML(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"<title>polygraph report s1</title>",
-		"<h1>polygraph report — session s1</h1>",
+		`<h1>Session s1 <span class="badge done" id="status">not closed cleanly</span>`,
 		`<p class="note">4 events were lost while recording: what the kernel saw is incomplete</p>`,
-		"<p>Command <code>claude -p go</code> in <code>/p</code>, started 2026-01-02 03:04:05.</p>",
-		"<p>Transcript <code>t.jsonl</code> (claude-code, claude-jsonl).</p>",
-		"<h2>Findings (2)</h2>",
-		`<td>F1</td><td><span class="sev high">HIGH</span></td><td>sensitive-read</td><td><b>Credential file read</b><br>line one` + "\nline two\n</td>",
-		"<td>1, 2, 3, 4, 5, 6, 7, 8, 9, 10</td><td>ATT&amp;CK T1552.001 · OWASP LLM06</td>",
-		"claim: <q>All tests pass</q>",
-		"<td>2 processes, exit 2<br><code>make test</code><br><code>go test</code><br><code>go vet</code><br><code>go build</code><br>wrote /p/out.txt<br>connected api.example.com (1.2.3.4:443), [::1]:8080</td>",
-		"<td>rejected </td>",
-		"<code>Bash echo &lt;b&gt;hi&lt;/b&gt;</code>",
-		"<h2>Unattributed (22 events)</h2>",
-		"<tr><td>101</td><td>11 curl</td><td>connect</td><td><code>10.1.2.3 port 8443</code></td></tr>",
-		"<h2>Claims (2)</h2>",
-		"<td>tests-passed</td><td>All tests pass</td><td><code>c1</code></td>",
+		"<dt>command</dt><dd><code>claude -p go</code></dd><dt>in</dt><dd><code>/p</code></dd>",
+		`<section class="row call divergent" id="call-c1" data-f="row" data-kind="shell" data-call="c1" data-rules="claim-tests">`,
+		`<div class="said"><span class="badge kind">Bash</span> <code>make test</code><div class="div-mark">≠ the agent reported exit 0; the kernel saw exit 2</div>`,
+		`<a class="pin badge sev-medium" href="#finding-F2" data-f="finding" data-finding="F2" data-sev="medium" data-rule="claim-tests" data-call="c1" data-kind="shell">F2 claim-tests</a>`,
+		"2 processes, exit 2 after 1.5s · read /p/a, /p/b · wrote /p/out.txt · connected to api.example.com (1.2.3.4:443), [::1]:8080",
+		`<span class="failed-rep">rejected: nothing ran</span>`,
+		`<code>echo &lt;b&gt;hi&lt;/b&gt;</code>`,
+		`<article class="finding sev-high" id="finding-F1" data-f="finding" data-finding="F1" data-sev="high" data-rule="sensitive-read" data-call="" data-kind="">`,
+		"ATT&amp;CK T1552.001 · OWASP LLM06",
+		`≠ contradicted by <a href="#finding-F2">F2 claim-tests</a> on <a href="#call-c1">call #1</a>`,
+		`<b>pid 11</b> <code>curl</code><div class="sum">1 connect, 1 dns · connected to 10.1.2.3:8443; looked up evil.test</div>`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("HTML lacks %s", want)
@@ -293,12 +296,24 @@ func TestWriteHTML(t *testing.T) {
 	if strings.Contains(got, "<b>hi</b>") {
 		t.Error("HTML does not escape the agent's command")
 	}
+	for _, bad := range []string{"src=", "http://", "https://x.test/\"", "<link", "@import", "url("} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the page could load something: it holds %q", bad)
+		}
+	}
+	style := got[strings.Index(got, "<style>")+len("<style>") : strings.Index(got, "</style>")]
+	script := got[strings.Index(got, "<script>")+len("<script>") : strings.Index(got, "</script>")]
+	csp := fmt.Sprintf(`content="default-src 'none'; style-src '%s'; script-src '%s'; img-src data:; base-uri 'none'; form-action 'none'"`, hashSource(style), hashSource(script))
+	if !strings.Contains(html.UnescapeString(got), csp) {
+		t.Errorf("the CSP does not allow exactly the inline style and script: want %s", csp)
+	}
 
 	b.Reset()
 	if err := Build(nil, nil, &transcript.Transcript{Path: "t.jsonl"}, nil, nil).WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "<title>polygraph report</title>") || strings.Contains(b.String(), "Unattributed") || strings.Contains(b.String(), "Command <code>") {
+	if !strings.Contains(b.String(), "<title>polygraph report</title>") || !strings.Contains(b.String(), "<h1>Transcript") ||
+		strings.Contains(b.String(), "What no tool call explains") || !strings.Contains(b.String(), "transcript only: no kernel evidence") {
 		t.Errorf("transcript-only HTML:\n%s", b.String())
 	}
 }

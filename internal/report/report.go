@@ -46,6 +46,13 @@ type Report struct {
 	// groups are the unattributed events by process (the text report's
 	// and the pages' view of them).
 	groups []ProcessGroup
+	// attr is the attribution the report was built from, for the
+	// timeline; timeline is built from both when first asked for.
+	attr     *correlate.Result
+	timeline *Timeline
+	// redacted says Redact masked the report: the timeline masks what
+	// it takes from the events too.
+	redacted bool
 }
 
 // TranscriptInfo names the transcript the report read.
@@ -108,7 +115,7 @@ const NoKernelNote = "no kernel evidence: this report shows only the agent's own
 // recorded or not closed cleanly, lost events.
 func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *correlate.Result, findings []detect.Finding) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Session: meta, Summary: sum, KernelEvidence: meta != nil, Findings: findings,
-		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}}
+		ToolCalls: []*ToolCallView{}, Claims: []*transcript.Claim{}, Unattributed: []*event.Event{}, attr: attr}
 	if r.Findings == nil {
 		r.Findings = []detect.Finding{}
 	}
