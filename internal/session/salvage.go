@@ -39,6 +39,9 @@ type tableScan struct {
 	// not read (a lower bound); the next row passed to row, if any, is
 	// where reading resumed. false stops the scan.
 	bad func(from int64, err error) bool
+	// start, when set, is the key the scan begins after (a Tail reading
+	// what was appended since); unset, it reads every row.
+	start *int64
 }
 
 // maxProbeStep bounds the key distance scanTable probes across
@@ -63,6 +66,12 @@ var errGaveUp = fmt.Errorf("%w: damaged in more than %d places; the rest of the 
 // keeps locked) and ctx's error once ctx is done.
 func (t tableScan) scan(ctx context.Context, c driverConn) error {
 	next := int64(math.MinInt64) // the first key not yet read
+	if t.start != nil {
+		if *t.start == math.MaxInt64 {
+			return nil
+		}
+		next = *t.start + 1
+	}
 	for restarts := 0; ; restarts++ {
 		if err := ctx.Err(); err != nil {
 			return err
