@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 // nested under its parent), its file, network and process events as
 // marks on their process's bar.
 type Lane struct {
-	Bars, Marks []Mark
-	Rows        int
-	// BarsMore and MarksMore count what the caps left out.
-	BarsMore, MarksMore int
+	// Bars are the processes; Strips their events, a path for each
+	// kind on each bar; Marks the findings' evidence events.
+	Bars, Strips, Marks []Mark
+	Rows                int
+	// BarsMore counts the processes the cap left out.
+	BarsMore int
 	// From and To bound the window: the call's start (or its first
 	// event) to its result (or its last event).
 	From, To string
@@ -169,22 +172,79 @@ func (t *Timeline) lane(row *CallRow, a *correlate.CallActivity, attr *correlate
 	if ioRead+ioWrite > 0 {
 		row.IO = fmt.Sprintf("read %s, wrote %s", bytesText(int64(ioRead)), bytesText(int64(ioWrite)))
 	}
+	// The events of one kind on one bar are one SVG path of short
+	// marks, one a stretch of markWidth, with one hover text saying how
+	// many and the first: a program that opens a thousand files in a
+	// second is a dense strip, not a thousand elements, and the page of a
+	// session of a million events stays small. Evidence of a finding is a
+	// mark of its own, with its own hover text.
+	type strip struct {
+		row int
+		cls string
+	}
+	strips := map[strip]*Mark{}
+	var stripOrder []strip
 	for _, e := range evs {
 		cls := markClass(e)
 		if cls == "" {
 			continue
 		}
-		if sev, ok := t.evidence[e.Seq]; ok {
-			cls += " evidence sev-" + sev
-		}
-		if len(lane.Marks) == maxMarks {
-			lane.MarksMore++
+		mx, y := x(e.TS), procs[procKey(e, attr)].row
+		if sev, ok := t.evidence[e.Seq]; ok && len(lane.Marks) < maxEvidence {
+			lane.Marks = append(lane.Marks, Mark{X: mx, W: 3, Y: y, Class: cls + " evidence sev-" + sev,
+				Title: fmt.Sprintf("%s %s %s (pid %d, event %d)", t.clock(e.TS), e.Kind, cut(t.r.shownText(eventWhat(t.r.shown(e))), maxLabel), e.PID, e.Seq)})
 			continue
 		}
-		lane.Marks = append(lane.Marks, Mark{X: x(e.TS), W: 3, Y: procs[procKey(e, attr)].row, Class: cls,
-			Title: fmt.Sprintf("%s %s %s (pid %d, event %d)", t.clock(e.TS), e.Kind, cut(t.r.shownText(eventWhat(t.r.shown(e))), maxLabel), e.PID, e.Seq)})
+		k := strip{y, cls}
+		m := strips[k]
+		if m == nil {
+			m = &Mark{Y: y, Class: cls, kind: string(e.Kind), from: t.clock(e.TS),
+				first: fmt.Sprintf("%s (pid %d, event %d)", cut(t.r.shownText(eventWhat(t.r.shown(e))), maxLabel), e.PID, e.Seq),
+				cells: map[int]bool{}}
+			strips[k] = m
+			stripOrder = append(stripOrder, k)
+		}
+		m.n++
+		m.cells[int(mx/markWidth)] = true
+	}
+	for _, k := range stripOrder {
+		m := strips[k]
+		cells := make([]int, 0, len(m.cells))
+		for c := range m.cells {
+			cells = append(cells, c)
+		}
+		slices.Sort(cells)
+		// Cells next to each other are one run: a program reading all
+		// along is one long mark.
+		var d strings.Builder
+		for i := 0; i < len(cells); {
+			j := i + 1
+			for j < len(cells) && cells[j] == cells[j-1]+1 {
+				j++
+			}
+			w := max(3, float64(j-i)*markWidth-1)
+			fmt.Fprintf(&d, "M%.0f %dh%.0fv11h-%.0fz", float64(cells[i])*markWidth, m.Y*13+2, w, w)
+			i = j
+		}
+		m.Path = d.String()
+		if m.n == 1 {
+			m.Title = fmt.Sprintf("%s %s %s", m.from, m.kind, m.first)
+		} else {
+			m.Title = fmt.Sprintf("%d %s events from %s; the first: %s", m.n, m.kind, m.from, m.first)
+		}
+		m.cells = nil
+		lane.Strips = append(lane.Strips, *m)
 	}
 }
+
+// maxEvidence is how many evidence events of a call's lane are marks of
+// their own, with their own hover text; the rest join the strips (a
+// finding that stands on a thousand writes).
+const maxEvidence = 8
+
+// markWidth is the width (of 1000) of the stretch of a call's lane whose
+// events of one kind on one process are one mark.
+const markWidth = 6.0
 
 // procKey is the lineage process of e (nil when the tree lacks it).
 func procKey(e *event.Event, attr *correlate.Result) *lineage.Process {

@@ -31,27 +31,33 @@ func Assets() fs.FS {
 // pages is the template set of the pages: "session" (a session's
 // timeline, the part a server swaps when it changes) and "report" (the
 // HTML report).
-var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
-	"f1":       func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"laneH":    func(rows int) int { return rows*13 + 4 },
-	"barY":     func(y int) int { return y*13 + 3 },
-	"markY":    func(y int) int { return y*13 + 2 },
-	"ovY":      func(y int) int { return y*15 + 2 },
-	"cut":      cut,
-	"indent":   func(n int) string { return strings.Repeat("  ", n) },
-	"spanText": func(ms float64) string { return time.Duration(ms * 1e6).Round(time.Millisecond).String() },
-	"callIDs": func(calls []*CallRow) string {
-		ids := make([]string, len(calls))
-		for i, c := range calls {
-			ids[i] = c.ID
-		}
-		return strings.Join(ids, " ")
-	},
-}).ParseFS(assets, "assets/*.html"))
+var pages = newPages()
 
-// Templates returns a copy of the pages' template set, to which a server
-// adds its own pages around "session".
-func Templates() *template.Template { return template.Must(pages.Clone()) }
+// newPages parses the pages' template set.
+func newPages() *template.Template {
+	return template.Must(template.New("pages").Funcs(template.FuncMap{
+		"f1":       func(v float64) string { return fmt.Sprintf("%.1f", v) },
+		"laneH":    func(rows int) int { return rows*13 + 4 },
+		"barY":     func(y int) int { return y*13 + 3 },
+		"markY":    func(y int) int { return y*13 + 2 },
+		"ovY":      func(y int) int { return y*15 + 2 },
+		"cut":      cut,
+		"indent":   func(n int) string { return strings.Repeat("  ", n) },
+		"spanText": func(ms float64) string { return time.Duration(ms * 1e6).Round(time.Millisecond).String() },
+		"callIDs": func(calls []*CallRow) string {
+			ids := make([]string, len(calls))
+			for i, c := range calls {
+				ids[i] = c.ID
+			}
+			return strings.Join(ids, " ")
+		},
+	}).ParseFS(assets, "assets/*.html"))
+}
+
+// Templates returns a new copy of the pages' template set, to which a
+// server adds its own pages around "session" (a set that has executed
+// cannot be added to).
+func Templates() *template.Template { return newPages() }
 
 // WriteHTML writes the report as one self-contained HTML page: the
 // session's timeline, its style sheet and script inline, and a
@@ -72,6 +78,10 @@ func (r *Report) WriteHTML(w io.Writer) error {
 // WriteSession writes the session part of a page of t: what a server
 // sends again when a live session changes.
 func WriteSession(w io.Writer, t *Timeline) error { return pages.ExecuteTemplate(w, "session", t) }
+
+// WriteCall writes a call's own view (what a page served with
+// ServedFrom loads when the call is opened).
+func WriteCall(w io.Writer, c *CallRow) error { return pages.ExecuteTemplate(w, "calldetail", c) }
 
 // asset is the text of an embedded asset.
 func asset(name string) string {

@@ -296,8 +296,9 @@ func TestWriteHTML(t *testing.T) {
 	if strings.Contains(got, "<b>hi</b>") {
 		t.Error("HTML does not escape the agent's command")
 	}
+	page := strings.Replace(got, `<link rel="icon" href="data:,">`, "", 1) // no icon to ask for
 	for _, bad := range []string{"src=", "http://", "https://x.test/\"", "<link", "@import", "url("} {
-		if strings.Contains(got, bad) {
+		if strings.Contains(page, bad) {
 			t.Errorf("the page could load something: it holds %q", bad)
 		}
 	}

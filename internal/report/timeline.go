@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -109,13 +110,19 @@ type CallRow struct {
 	Kernel *KernelView
 	Lane   *Lane
 	Procs  []*ProcRow
-	// Own and System are the files it read, the system files apart.
-	Own, System []string
-	IO          string
-	Findings    []*FindingRow
-	Severity    string
-	Rules       string // the rules of its findings, space-separated
-	Divergences []string
+	// Own and System are the files it read, the system files apart;
+	// Wrote, Connected and Looked what it wrote, connected to and looked
+	// up: each capped, the JSON report has them all.
+	Own, System, Wrote, Connected, Looked []string
+	IO                                    string
+	Findings                              []*FindingRow
+	Severity                              string
+	Rules                                 string // the rules of its findings, space-separated
+	Divergences                           []string
+	// DetailURL, when set, is where a server gives the call's own view,
+	// which its page then loads when opened (ServedFrom) instead of
+	// holding every call's.
+	DetailURL string
 }
 
 // ClaimRow is a claim of the agent's, with what backs or contradicts it.
@@ -163,17 +170,25 @@ type Mark struct {
 	Class string
 	Href  string
 	Title string
+
+	// Path is an SVG path for a mark of many events (a lane's strip).
+	Path string
+
+	// While a strip is built: how many events, of what kind, from when,
+	// the first, and the stretches it covers.
+	n                 int
+	kind, from, first string
+	cells             map[int]bool
 }
 
 // Caps keep a page's size bounded whatever the session's.
 const (
 	maxBars       = 60   // process bars in a call's lane
-	maxMarks      = 400  // file and network marks in a call's lane
 	maxTreeNodes  = 1500 // processes in the tree view
 	maxLines      = 50   // event lines of an unattributed process
 	maxActivity   = 200  // unattributed processes
 	maxResult     = 2000 // bytes of a call's result
-	maxListedRead = 200  // files a call's view lists
+	maxListedRead = 40   // files read a call's view lists
 	maxLabel      = 300  // bytes of a command line in a label or a hover
 )
 
@@ -268,6 +283,25 @@ func buildTimeline(r *Report, attr *correlate.Result) *Timeline {
 	t.filters()
 	t.overview()
 	return t
+}
+
+// ServedFrom makes a page of t that loads each call's own view from the
+// server at base/call/ID when it is opened: a server's page of a large
+// session then holds the timeline only. A report holds them all.
+func (t *Timeline) ServedFrom(base string) {
+	for _, c := range t.Calls {
+		c.DetailURL = base + "/call/" + url.PathEscape(c.ID)
+	}
+}
+
+// Call is the row of call id, nil for none.
+func (t *Timeline) Call(id string) *CallRow {
+	for _, c := range t.Calls {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // span is where the session's relative times start and how long it
@@ -409,6 +443,7 @@ func (t *Timeline) callRow(n int, v *ToolCallView, attr *correlate.Result) *Call
 	if k := v.Kernel; k != nil {
 		row.Own, row.System = splitSystem(k.Reads)
 		row.Own, row.System = capList(row.Own, maxListedRead), capList(row.System, maxListedRead)
+		row.Wrote, row.Connected, row.Looked = capList(k.Writes, maxListedRead), capList(k.Connects, maxListedRead), capList(k.DNS, maxListedRead)
 		if k.ExitCode != nil && c.ExitCode != nil && *k.ExitCode != *c.ExitCode {
 			row.Divergences = append(row.Divergences, fmt.Sprintf("the agent reported exit %d; the kernel saw exit %d", *c.ExitCode, *k.ExitCode))
 		}

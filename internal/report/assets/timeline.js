@@ -81,7 +81,7 @@
     var open = [];
     old.querySelectorAll("details[open]").forEach(function (d) {
       var holder = d.id || (d.closest("[id]") || {}).id;
-      if (holder) open.push(holder);
+      if (holder && holder !== id) open.push(holder);
     });
     var box = document.createElement("div");
     box.innerHTML = html;
@@ -109,6 +109,29 @@
     });
     es.addEventListener("end", function () { es.close(); });
   }
+
+  // load fills a call's own view from the server the first time it is
+  // opened (a server's page holds the timeline only).
+  function load(d) {
+    var src = d.dataset.src;
+    if (!src || d.dataset.loaded) return;
+    d.dataset.loaded = "1";
+    var body = d.querySelector(".body");
+    fetch(src, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) throw new Error(r.status + " " + r.statusText);
+      return r.text();
+    }).then(function (html) {
+      body.innerHTML = html;
+      apply();
+    }).catch(function (e) {
+      delete d.dataset.loaded;
+      body.textContent = "could not load this call's view: " + e.message;
+    });
+  }
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (d.tagName === "DETAILS" && d.open) load(d);
+  }, true);
 
   document.addEventListener("DOMContentLoaded", function () {
     wire();
