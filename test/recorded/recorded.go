@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/analysis"
@@ -34,8 +35,10 @@ type Session struct {
 	Meta session.Meta
 	// Events are the recorded events in seq order.
 	Events []*event.Event
-	// TranscriptName is the transcript's file name; Transcript its bytes.
+	// TranscriptName is the transcript's file name; Transcript its bytes;
+	// TranscriptPath where the agent wrote it.
 	TranscriptName string
+	TranscriptPath string
 	Transcript     []byte
 }
 
@@ -46,7 +49,26 @@ func dir() string {
 }
 
 // Load reads the recorded session of agent.
-func Load(agent string) (*Session, error) {
+func Load(agent string) (*Session, error) { return LoadAt(agent, "") }
+
+// recordedRoot is the directory the recordings ran in: the agent's HOME
+// and project were below it.
+const recordedRoot = "/tmp/e2e-run"
+
+// LoadAt reads the recorded session of agent as if it had run under root
+// instead of recordedRoot ("" keeps it there): every path in its events,
+// metadata and transcript moved, so its transcript can be put where
+// discovery finds it (Store).
+func LoadAt(agent, root string) (*Session, error) {
+	move := func(b []byte) []byte { return b }
+	if root != "" {
+		move = func(b []byte) []byte {
+			b = bytes.ReplaceAll(b, []byte(recordedRoot), []byte(root))
+			// Claude Code's project directory is the cwd with every
+			// character but letters and digits made a dash.
+			return bytes.ReplaceAll(b, []byte(mangle(recordedRoot)), []byte(mangle(root)))
+		}
+	}
 	d := filepath.Join(dir(), agent)
 	var meta struct {
 		session.Meta
@@ -56,15 +78,15 @@ func Load(agent string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, &meta); err != nil {
+	if err := json.Unmarshal(move(b), &meta); err != nil {
 		return nil, fmt.Errorf("%s: %w", agent, err)
 	}
-	s := &Session{Meta: meta.Meta, TranscriptName: filepath.Base(meta.Transcript)}
+	s := &Session{Meta: meta.Meta, TranscriptName: filepath.Base(meta.Transcript), TranscriptPath: meta.Transcript}
 	evs, err := gunzip(filepath.Join(d, "events.jsonl.gz"))
 	if err != nil {
 		return nil, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(evs))
+	sc := bufio.NewScanner(bytes.NewReader(move(evs)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		e := &event.Event{}
@@ -77,7 +99,54 @@ func Load(agent string) (*Session, error) {
 	if s.Transcript, err = gunzip(filepath.Join(d, "transcript.jsonl.gz")); err != nil {
 		return nil, err
 	}
+	s.Transcript = move(s.Transcript)
 	return s, sc.Err()
+}
+
+// mangle is a path as Claude Code names its project directory after it.
+func mangle(p string) string {
+	b := []byte(p)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// Store writes the whole session into the polygraph home (home/sessions)
+// and its transcript where the agent wrote it (TranscriptPath), as on the
+// host that recorded it, so `report`, `ui` and discovery find both; it
+// returns the session file. Load it with LoadAt a directory of the test's
+// own first: TranscriptPath is below it.
+func (s *Session) Store(home string) (string, error) {
+	w, err := session.Create(home, s.Meta)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range s.Events {
+		c := *e
+		w.Add(&c)
+	}
+	for stage, n := range s.Meta.Lost {
+		w.SetLost(stage, n)
+	}
+	if err := w.Close(s.Meta.ExitCode); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.TranscriptPath), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(s.TranscriptPath, s.Transcript, 0o600); err != nil {
+		return "", err
+	}
+	if chats := filepath.Dir(s.TranscriptPath); strings.Contains(chats, "/.gemini/tmp/") {
+		// Gemini CLI names the project a directory is for in it.
+		if err := os.WriteFile(filepath.Join(filepath.Dir(chats), ".project_root"), []byte(s.Meta.Cwd+"\n"), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return w.Meta().Path, nil
 }
 
 func gunzip(path string) ([]byte, error) {
