@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -33,4 +34,25 @@ func Feature(t testing.TB, what string, err error) {
 		t.Fatalf("%s: %v", what, err)
 	}
 	t.Skipf("%s not available here: %v", what, err)
+}
+
+// Chromium returns the path of a Chromium for the browser tests (Debian's
+// chromium package; $POLYGRAPH_CHROMIUM overrides it). It skips t when
+// there is none, and fails it where POLYGRAPH_REQUIRE_ROOT=1 says the
+// machine is CI's, which installs it (.ci/run).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("POLYGRAPH_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("POLYGRAPH_REQUIRE_ROOT") == "1" {
+		t.Fatal("no chromium on PATH, and POLYGRAPH_REQUIRE_ROOT=1 says CI installed it (apt-get install chromium)")
+	}
+	t.Skip("the browser tests need Chromium: apt-get install chromium (or set POLYGRAPH_CHROMIUM)")
+	return ""
 }
