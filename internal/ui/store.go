@@ -33,6 +33,10 @@ type store struct {
 	mu       sync.Mutex
 	list     []session.Meta
 	listedAt time.Time
+	// listGap is how long a listing stays: listEvery, or ten times what
+	// the last listing took (a store of thousands of sessions opens each
+	// file to list it), so listing costs a tenth of a core at most.
+	listGap time.Duration
 	entries  map[string]*entry // by path
 	follows  map[string]*follower
 	work     chan struct{}
@@ -88,11 +92,12 @@ func newStore(ctx context.Context, o Options) *store {
 // sessions lists the sessions, newest first, at most every listEvery.
 func (s *store) sessions() ([]session.Meta, error) {
 	s.mu.Lock()
-	if time.Since(s.listedAt) < listEvery && s.list != nil {
+	if time.Since(s.listedAt) < s.listGap && s.list != nil {
 		defer s.mu.Unlock()
 		return s.list, nil
 	}
 	s.mu.Unlock()
+	t0 := time.Now()
 	list, err := session.List(s.o.Home)
 	if err != nil {
 		return nil, err
@@ -100,6 +105,7 @@ func (s *store) sessions() ([]session.Meta, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.list, s.listedAt = list, time.Now()
+	s.listGap = min(30*time.Second, max(listEvery, 10*time.Since(t0)))
 	for _, m := range list {
 		e := s.entries[m.Path]
 		if e == nil {
