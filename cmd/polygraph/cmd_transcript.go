@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -31,6 +32,7 @@ type transcriptOptions struct {
 	home        string // --discover without SESSION: the agent user's home
 	cwd         string
 	from, to    string
+	noRedact    bool
 }
 
 func init() { commands = append(commands, newTranscriptCommand) }
@@ -55,6 +57,10 @@ file:line and skipped.
 --json prints one JSON object per line: {"type":"tool_call", ...} for each
 call, then {"type":"claim", ...} for each claim.
 
+Secrets in the calls' commands, results and URLs and in the claims (API
+keys, tokens, passwords) are masked; --no-redact shows them as written, for
+root only.
+
 --discover SESSION lists the transcripts agents wrote during a recorded
 session (in the traced user's home, for the session's working directory
 and time). Without SESSION, give --cwd and --from (and --home, --to).`,
@@ -71,6 +77,7 @@ and time). Without SESSION, give --cwd and --from (and --home, --to).`,
 	f.StringVar(&opts.cwd, "cwd", "", "with --discover and no SESSION: the agent's working directory")
 	f.StringVar(&opts.from, "from", "", "with --discover and no SESSION: start of the window (RFC 3339)")
 	f.StringVar(&opts.to, "to", "", "with --discover and no SESSION: end of the window (RFC 3339, default now)")
+	f.BoolVar(&opts.noRedact, "no-redact", false, "show secrets as written (root only)")
 	return cmd
 }
 
@@ -81,9 +88,20 @@ func runTranscript(ctx context.Context, opts *transcriptOptions, args []string, 
 	if len(args) != 1 {
 		return &usageError{errors.New("transcript needs a FILE (or --discover SESSION)")}
 	}
+	if err := checkNoRedact(opts.noRedact); err != nil {
+		return err
+	}
 	t, err := transcript.ParseFileContext(ctx, args[0], transcript.Options{NoSubagents: opts.noSubagents})
 	if err != nil {
 		return err
+	}
+	if !opts.noRedact {
+		for i, c := range t.ToolCalls {
+			t.ToolCalls[i] = redact.ToolCall(c)
+		}
+		for i, c := range t.Claims {
+			t.Claims[i] = redact.Claim(c)
+		}
 	}
 	for _, w := range append(t.Warnings, t.Limits...) {
 		slog.Warn(w.Message, "at", w.Source)

@@ -261,3 +261,25 @@ func TestRunTranscriptDiscover(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// TestRunTranscriptRedact: a token in a call's command and an API key in
+// a claim are masked in both forms.
+func TestRunTranscriptRedact(t *testing.T) {
+	const tok = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	lines := `{"type":"tool_call","id":"c1","tool":"bash","kind":"shell","command":"curl -H 'Authorization: Bearer ` + tok + `' https://api.github.com/user","started_at":"2026-03-05T12:00:01Z"}
+{"type":"message","role":"assistant","text":"I exported GITHUB_TOKEN=` + tok + ` and ran it.","at":"2026-03-05T12:00:02Z"}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, js := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := runTranscript(context.Background(), &transcriptOptions{json: js}, []string{p}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), tok) || !strings.Contains(out.String(), "[REDACTED]") {
+			t.Errorf("transcript (json %v) does not mask the token:\n%s", js, out.String())
+		}
+	}
+}

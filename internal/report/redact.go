@@ -5,7 +5,6 @@ import (
 
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/redact"
-	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // Redact masks every secret the report would show (internal/redact, the
@@ -38,18 +37,14 @@ func (r *Report) Redact() {
 		r.Summary = &c
 	}
 	for _, v := range r.ToolCalls {
-		v.Call = redactCall(v.Call)
+		v.Call = redact.ToolCall(v.Call)
 		if k := v.Kernel; k != nil {
 			k.Execs = redactStrings(k.Execs)
 			k.Commands = redactStrings(k.Commands)
 		}
 	}
 	for i, c := range r.Claims {
-		if t := redact.String(c.Text); t != c.Text {
-			cc := *c
-			cc.Text = t
-			r.Claims[i] = &cc
-		}
+		r.Claims[i] = redact.Claim(c)
 	}
 	for i, e := range r.Unattributed {
 		r.Unattributed[i] = redact.Event(e)
@@ -72,21 +67,6 @@ func (r *Report) Redact() {
 func redactFinding(f detect.Finding) detect.Finding {
 	f.Title, f.Detail, f.Claim = redact.String(f.Title), redact.String(f.Detail), redact.String(f.Claim)
 	return f
-}
-
-// redactCall is c, or a copy with the secrets of its command, argv, URLs
-// and result masked.
-func redactCall(c *transcript.ToolCall) *transcript.ToolCall {
-	if c == nil {
-		return nil
-	}
-	cmd, argv, urls, res := redact.String(c.Command), redact.Argv(c.Argv), redactStrings(c.URLs), redact.String(c.Result)
-	if cmd == c.Command && slices.Equal(argv, c.Argv) && slices.Equal(urls, c.URLs) && res == c.Result {
-		return c
-	}
-	cc := *c
-	cc.Command, cc.Argv, cc.URLs, cc.Result = cmd, argv, urls, res
-	return &cc
 }
 
 // redactStrings masks each string of ss: ss itself when nothing changed.
