@@ -37,9 +37,9 @@ type store struct {
 	// the last listing took (a store of thousands of sessions opens each
 	// file to list it), so listing costs a tenth of a core at most.
 	listGap time.Duration
-	entries  map[string]*entry // by path
-	follows  map[string]*follower
-	work     chan struct{}
+	entries map[string]*entry // by path
+	follows map[string]*follower
+	work    chan struct{}
 }
 
 // maxViews bounds the finished sessions whose rendered view is kept.
