@@ -240,7 +240,7 @@ func (t *Timeline) lane(row *CallRow, a *correlate.CallActivity, attr *correlate
 // maxEvidence is how many evidence events of a call's lane are marks of
 // their own, with their own hover text; the rest join the strips (a
 // finding that stands on a thousand writes).
-const maxEvidence = 8
+const maxEvidence = 4
 
 // markWidth is the width (of 1000) of the stretch of a call's lane whose
 // events of one kind on one process are one mark.

@@ -190,6 +190,8 @@ const (
 	maxResult     = 2000 // bytes of a call's result
 	maxListedRead = 40   // files read a call's view lists
 	maxLabel      = 300  // bytes of a command line in a label or a hover
+	maxDetail     = 1000 // bytes of a finding's detail on a page
+	maxDivergence = 3    // divergences a call's row names
 )
 
 // Timeline is the report's timeline, built once.
@@ -377,7 +379,7 @@ func (t *Timeline) callRow(n int, v *ToolCallView, attr *correlate.Result) *Call
 
 // finish completes a call's row once its findings are pinned to it.
 func (c *CallRow) finish() {
-	best := -1
+	best, more := -1, 0
 	var rules []string
 	for _, f := range c.Findings {
 		if r := detect.Severity(f.Severity).Rank(); r > best {
@@ -386,9 +388,16 @@ func (c *CallRow) finish() {
 		if !slices.Contains(rules, f.Rule) {
 			rules = append(rules, f.Rule)
 		}
-		if f.Severity != string(detect.SeverityInfo) {
+		switch {
+		case f.Severity == string(detect.SeverityInfo):
+		case len(c.Divergences) < maxDivergence:
 			c.Divergences = append(c.Divergences, fmt.Sprintf("%s %s: %s", f.ID, f.Severity, cut(f.Title, 100)))
+		default:
+			more++
 		}
+	}
+	if more > 0 {
+		c.Divergences = append(c.Divergences, fmt.Sprintf("and %d more findings (below)", more))
 	}
 	c.Rules = strings.Join(rules, " ")
 }
@@ -396,7 +405,7 @@ func (c *CallRow) finish() {
 // findingRow builds the row of finding f, pinned to call (nil: none).
 func (t *Timeline) findingRow(f detect.Finding, call *CallRow, attr *correlate.Result) *FindingRow {
 	fr := &FindingRow{ID: f.ID, Anchor: "finding-" + anchorID(f.ID), Rule: f.Rule, Severity: string(f.Severity), Title: f.Title,
-		Detail: strings.TrimSpace(f.Detail), Claim: f.Claim, Call: call, Blocked: f.Blocked, Evidence: seqs(f.Evidence, 20)}
+		Detail: cut(strings.TrimSpace(f.Detail), maxDetail), Claim: f.Claim, Call: call, Blocked: f.Blocked, Evidence: seqs(f.Evidence, 20)}
 	var at time.Time
 	if attr != nil && len(f.Evidence) > 0 {
 		if e := eventAt(attr.Events, f.Evidence[0]); e != nil {

@@ -234,33 +234,47 @@ func TestBrowserLargeSession(t *testing.T) {
 	// load opens the page and returns the times to the last byte, to
 	// the document parsed and its script run, and to the load event, in
 	// milliseconds from the request (the browser's Navigation Timing).
-	load := func() string {
+	// load opens the page and returns the times to the last byte, to
+	// the document parsed and its script run, and to the load event, in
+	// milliseconds from the request (the browser's Navigation Timing),
+	// and the processor time the browser spent meanwhile.
+	load := func() ([3]float64, time.Duration) {
 		t.Helper()
 		b.Do(t, 10*time.Second, chromedp.Navigate("about:blank"))
+		cpu := b.CPU()
 		b.Do(t, 60*time.Second, chromedp.Navigate(ts.URL+"/s/"+id))
 		if !b.Until(`document.readyState === "complete" && document.querySelectorAll("#timeline .row.call").length === 100`, 60*time.Second) {
 			t.Fatal("the page of the large session did not load")
 		}
-		return browser.Eval[string](t, b, `(function(){var n=performance.getEntriesByType("navigation")[0];`+
-			`return [n.responseEnd, n.domContentLoadedEventEnd, n.loadEventEnd].map(function(v){return v.toFixed(0)}).join(" ")})()`)
+		cpu = b.CPU() - cpu
+		var at [3]float64
+		fmt.Sscan(browser.Eval[string](t, b, `(function(){var n=performance.getEntriesByType("navigation")[0];`+
+			`return [n.responseEnd, n.domContentLoadedEventEnd, n.loadEventEnd].map(function(v){return v.toFixed(0)}).join(" ")})()`), &at[0], &at[1], &at[2])
+		return at, cpu
 	}
-	var cold, warm [3]float64
-	fmt.Sscan(load(), &cold[0], &cold[1], &cold[2])
+	cold, _ := load()
 	var loads []float64
-	for range 3 {
-		fmt.Sscan(load(), &warm[0], &warm[1], &warm[2])
-		loads = append(loads, warm[2])
+	var cpus []time.Duration
+	var warm [3]float64
+	for range 5 {
+		at, cpu := load()
+		warm = at
+		loads, cpus = append(loads, at[2]), append(cpus, cpu)
 	}
 	slices.Sort(loads)
+	slices.Sort(cpus)
 	size := browser.Eval[int](t, b, `document.documentElement.outerHTML.length`)
 	nodes := browser.Eval[int](t, b, `document.getElementsByTagName("*").length`)
-	t.Logf("page of a 100,000-event session (%d bytes of HTML, %d elements): first load (analysing it) %.0f ms to the last byte, %.0f ms to the load event; "+
-		"once analysed %.0f ms to the last byte, %.0f ms to DOMContentLoaded, load event in %v ms (3 loads, median %.0f)",
-		size, nodes, cold[0], cold[2], warm[0], warm[1], loads, loads[1])
-	if busy := busyMachine(); busy != "" && loads[1] > 1000 {
-		t.Logf("not judged: %s, and the browser shares it", busy)
-	} else if loads[1] > 1000 {
-		t.Errorf("the page took %.0f ms to load, want under 1 s", loads[1])
+	median, cpu := loads[len(loads)/2], cpus[len(cpus)/2]
+	t.Logf("page of a 100,000-event session (%d bytes of HTML, %d elements): first load (the server analysing it) %.0f ms to the last byte, %.0f ms to the load event; "+
+		"once analysed %.0f ms to the last byte, %.0f ms to DOMContentLoaded, load event in %v ms (median %.0f), the browser's CPU %v (median %v)",
+		size, nodes, cold[0], cold[2], warm[0], warm[1], loads, median, cpus, cpu)
+	switch busy := busyMachine(); {
+	case median <= 1000:
+	case busy != "" && cpu < time.Second:
+		t.Logf("the load took %.0f ms but the browser spent %v of CPU on it: %s", median, cpu, busy)
+	default:
+		t.Errorf("the page took %.0f ms to load (the browser's CPU: %v), want under 1 s", median, cpu)
 	}
 	b.Shot(t, "large-session")
 	b.Check(t)

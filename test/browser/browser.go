@@ -31,6 +31,9 @@ import (
 type Browser struct {
 	// Ctx runs actions in the tab (chromedp.Run(b.Ctx, ...)).
 	Ctx context.Context
+	// profile is the browser's user data directory, which names its
+	// processes (CPU).
+	profile string
 
 	mu       sync.Mutex
 	requests []string
@@ -54,9 +57,10 @@ func Start(t testing.TB, width, height int) *Browser {
 	if width == 0 {
 		width, height = 1400, 1000
 	}
+	profile := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(width, height),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
@@ -77,7 +81,7 @@ func Start(t testing.TB, width, height int) *Browser {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	b := &Browser{Ctx: ctx}
+	b := &Browser{Ctx: ctx, profile: profile}
 	// The first Do starts the browser and binds it to ctx: no timeout.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", exe, err)
@@ -256,4 +260,42 @@ func (b *Browser) Shot(t testing.TB, name string) string {
 // (rendered, not hidden by a filter).
 func Visible(sel string) string {
 	return fmt.Sprintf(`(function(){var e=document.querySelector(%q);return !!e && e.getClientRects().length>0;})()`, sel)
+}
+
+// CPU is the processor time the browser's processes have used so far
+// (user and system, every process started with its profile: the browser,
+// its renderers, its GPU and network services): what a page costs the
+// machine, whatever else runs on it, as its wall time does not.
+func (b *Browser) CPU() time.Duration {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	tick := 100 // USER_HZ, as Linux reports it in /proc/PID/stat
+	var total uint64
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), b.profile) {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, utime and stime the 12th and 13th.
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		var u, s uint64
+		fmt.Sscan(f[11], &u)
+		fmt.Sscan(f[12], &s)
+		total += u + s
+	}
+	return time.Duration(total) * time.Second / time.Duration(tick)
 }
