@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/analysis"
@@ -286,7 +287,7 @@ func (s *Server) reportFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	if r.URL.Path[len(r.URL.Path)-4:] == "json" {
+	if strings.HasSuffix(r.URL.Path, ".json") {
 		w.Header().Set("Content-Type", "application/json")
 		err = rep.WriteJSON(&b)
 	} else {
