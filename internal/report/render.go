@@ -130,7 +130,7 @@ func (r *Report) textClaims(b *strings.Builder) {
 		default:
 			link = "no tool call"
 		}
-		fmt.Fprintf(b, "  %s  %-13s %q → %s\n", clock(c.At), textsafe.Line(string(c.Kind)), oneLine(c.Text, 100), textsafe.Line(link))
+		fmt.Fprintf(b, "  %s  %-13s %s → %s\n", clock(c.At), textsafe.Line(string(c.Kind)), quoted(c.Text, 100), textsafe.Line(link))
 	}
 }
 
@@ -187,7 +187,7 @@ func (r *Report) textFindings(b *strings.Builder) {
 			fmt.Fprintf(b, "               %s\n", textsafe.Line(strings.TrimSpace(f.Detail)))
 		}
 		if f.Claim != "" {
-			fmt.Fprintf(b, "               claim: %q\n", oneLine(f.Claim, 120))
+			fmt.Fprintf(b, "               claim: %s\n", quoted(f.Claim, 120))
 		}
 		tc := textsafe.Line(f.ToolCallID)
 		if tc == "" {
@@ -225,7 +225,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 			said = append(said, "error")
 		}
 		if c.Result != "" {
-			said = append(said, fmt.Sprintf("result %q", oneLine(strings.TrimSpace(c.Result), 80)))
+			said = append(said, "result "+quoted(strings.TrimSpace(c.Result), 80))
 		}
 		if len(said) > 0 {
 			fmt.Fprintf(b, "      agent said:  %s\n", strings.Join(said, "; "))

@@ -177,6 +177,12 @@ func listed(items []string, max int) string {
 // oneLine keeps a command on one screen line: newlines shown as \n, and
 // at most max runes. It is not escaping: what it returns goes through
 // textsafe.Line or %q.
+// quoted is oneLine in double quotes, a quote inside escaped: the text
+// is escaped once, for the terminal, not again as a Go string.
+func quoted(s string, max int) string {
+	return `"` + oneLine(strings.ReplaceAll(s, `"`, `\"`), max) + `"`
+}
+
 func oneLine(s string, max int) string {
 	s = textsafe.Line(s)
 	if r := []rune(s); len(r) > max {
