@@ -45,6 +45,7 @@ func mergeSubagent(t, sub *Transcript, parentID, agentID string) {
 	t.Usage.CacheReadTokens += sub.Usage.CacheReadTokens
 	t.Usage.CacheCreationTokens += sub.Usage.CacheCreationTokens
 	t.Compactions += sub.Compactions
+	t.Responses = append(t.Responses, sub.Responses...)
 	t.Warnings = append(t.Warnings, sub.Warnings...)
 	t.Limits = append(t.Limits, sub.Limits...)
 	if !sub.StartedAt.IsZero() && (t.StartedAt.IsZero() || sub.StartedAt.Before(t.StartedAt)) {
@@ -70,7 +71,11 @@ func sortByStart(t *Transcript) {
 		}
 		return a.At.Compare(b.At)
 	})
+	slices.SortStableFunc(t.Responses, func(a, b time.Time) int { return a.Compare(b) })
 }
+
+// response records a model response recorded at ts (Transcript.Responses).
+func (b *builder) response(ts time.Time) { b.t.Responses = append(b.t.Responses, ts) }
 
 // mergeCall fills dst's empty fields from src.
 func mergeCall(dst, src *ToolCall) {

@@ -111,6 +111,7 @@ type claudeParser struct {
 
 	mirrored   map[string]bool   // agent_progress message uuids already read
 	usageSeen  map[string]bool   // API message ids whose usage was counted
+	answers    map[string]bool   // API message ids taken as model responses
 	sideParent map[string]string // inline sidechain message uuid -> Task call id
 	bgCall     map[string]string // background shell/task id -> call id
 	links      *claudeLinks
@@ -124,6 +125,7 @@ func newClaudeParser(format Format, opts Options) *claudeParser {
 		noSub:      opts.NoSubagents,
 		mirrored:   map[string]bool{},
 		usageSeen:  map[string]bool{},
+		answers:    map[string]bool{},
 		sideParent: map[string]string{},
 		bgCall:     map[string]string{},
 		links:      &claudeLinks{agentTask: map[string]string{}, taskPrompt: map[string]string{}},
@@ -299,6 +301,12 @@ func (p *claudeParser) handle(b *builder, ctx claudeCtx, typ string, msg *claude
 			u.OutputTokens += msg.Usage.OutputTokens
 			u.CacheReadTokens += msg.Usage.CacheReadTokens
 			u.CacheCreationTokens += msg.Usage.CacheCreationTokens
+		}
+		// One API message is written as a record per content block; an
+		// API error is Claude Code's own message, not the model's.
+		if msg.ID != "" && !ctx.mirror && !ctx.apiError && !p.answers[msg.ID] {
+			p.answers[msg.ID] = true
+			b.response(parseTime(ctx.ts))
 		}
 		for i := range blocks {
 			blk := &blocks[i]

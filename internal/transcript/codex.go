@@ -82,10 +82,18 @@ type codexParser struct {
 	procCall  map[string]string // unified exec session/process id -> exec_command call id
 	wsEnded   map[string]string // web_search_end query -> call id, awaiting its item
 	wsPending map[string]string // web_search_call query -> call id, awaiting its end event
+	// A model response is a token_usage_record (by response id), or in
+	// files without them (before 0.17x) a token_count event that changes
+	// the last total (tokens; one that repeats it follows no response):
+	// finish takes the first list that is not empty.
+	responded map[string]bool
+	byRecord  []time.Time
+	byCount   []time.Time
+	tokens    [3]int64
 }
 
 func newCodexParser() *codexParser {
-	return &codexParser{procCall: map[string]string{}, wsEnded: map[string]string{}, wsPending: map[string]string{}}
+	return &codexParser{procCall: map[string]string{}, wsEnded: map[string]string{}, wsPending: map[string]string{}, responded: map[string]bool{}}
 }
 
 func (p *codexParser) record(b *builder, n int, raw []byte) {
@@ -127,6 +135,16 @@ func (p *codexParser) record(b *builder, n int, raw []byte) {
 		p.event(b, n, ts, &ev)
 	case "compacted":
 		b.t.Compactions++
+	case "token_usage_record": // one per model response (0.17x)
+		var u struct {
+			ResponseID string `json:"response_id"`
+		}
+		if json.Unmarshal(l.Payload, &u) == nil && !p.responded[u.ResponseID] {
+			if u.ResponseID != "" {
+				p.responded[u.ResponseID] = true
+			}
+			p.byRecord = append(p.byRecord, ts)
+		}
 	case "":
 		switch {
 		case l.RecordType != "":
@@ -442,14 +460,27 @@ func (p *codexParser) event(b *builder, n int, ts time.Time, ev *codexEvent) {
 		}
 	case "token_count":
 		if ev.Info != nil && ev.Info.Total != nil {
-			b.t.Usage = Usage{InputTokens: ev.Info.Total.Input, OutputTokens: ev.Info.Total.Output, CacheReadTokens: ev.Info.Total.Cached}
+			t := ev.Info.Total
+			b.t.Usage = Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.Cached}
+			if tokens := [3]int64{t.Input, t.Cached, t.Output}; tokens != p.tokens {
+				p.tokens = tokens
+				p.byCount = append(p.byCount, ts)
+			}
 		}
 	case "context_compacted":
 		b.t.Compactions++
 	}
 }
 
-func (p *codexParser) finish(b *builder) {}
+func (p *codexParser) finish(b *builder) {
+	answers := p.byRecord
+	if len(answers) == 0 {
+		answers = p.byCount
+	}
+	for _, ts := range answers {
+		b.response(ts)
+	}
+}
 
 // codexOutput reads a function call output: a string, an object
 // {content, success}, or a list of content items.

@@ -1,9 +1,13 @@
 package transcript
 
 import (
+	"compress/gzip"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The corpus has no Gemini .jsonl, no stream-json, no OTel and no pre-2.1
@@ -290,4 +294,59 @@ func TestPlainJSONL(t *testing.T) {
 	if len(tr.Warnings) != 1 {
 		t.Errorf("warnings = %v, want one for the orphan result", tr.Warnings)
 	}
+}
+
+// TestResponses counts the model responses (the agent loop's iterations)
+// each format records: the sessions in internal/correlate/testdata played
+// test/e2e's attribution scenario, whose script has 11 model turns.
+func TestResponses(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"../correlate/testdata/claude/transcript.jsonl.gz", 11},
+		{"../correlate/testdata/codex/transcript.jsonl.gz", 11},
+		{"../correlate/testdata/gemini/transcript.jsonl.gz", 11},
+		{"testdata/claude/stream-json.jsonl", 7},                                                     // distinct message ids
+		{"testdata/mini/last_mini_run.traj.json", 3},                                                 // assistant messages
+		{"testdata/codex/rollout-2025-05-01T10-00-00-legacy.jsonl", 0},                               // no token counts
+		{"testdata/codex/rollout-2025-10-02T09-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001.jsonl", 1}, // one token count
+		{"testdata/gemini/session-2026-03-01T10-00-abcd1234.jsonl", 10},                              // distinct gemini messages
+		{"testdata/jsonl/agent.jsonl", 0},
+	} {
+		tr := parseMaybeGzip(t, tc.path)
+		if len(tr.Responses) != tc.want {
+			t.Errorf("%s: %d responses, want %d", tc.path, len(tr.Responses), tc.want)
+		}
+		if !slices.IsSortedFunc(tr.Responses, func(a, b time.Time) int { return a.Compare(b) }) {
+			t.Errorf("%s: responses out of order", tc.path)
+		}
+	}
+}
+
+// parseMaybeGzip parses the transcript at path, gunzipped when it ends
+// in .gz.
+func parseMaybeGzip(t *testing.T, path string) *Transcript {
+	t.Helper()
+	if !strings.HasSuffix(path, ".gz") {
+		tr, err := ParseFile(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Parse(z, strings.TrimSuffix(path, ".gz"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

@@ -87,6 +87,7 @@ func geminiMessage(b *builder, line int, m *geminiMsg, rewound bool) {
 		b.endTurn()
 		return
 	case "gemini":
+		b.response(ts)
 	default:
 		return // info, error, warning
 	}

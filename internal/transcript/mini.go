@@ -173,6 +173,7 @@ func (p *miniParser) message(b *builder, line int, m *miniMsg) {
 	b.seen(ts)
 	switch m.Role {
 	case "assistant":
+		b.response(ts)
 		for _, a := range m.Extra.Actions {
 			id := a.ToolCallID
 			if id == "" {

@@ -140,7 +140,13 @@ type Transcript struct {
 	Claims      []*Claim    `json:"claims"`
 	Usage       Usage       `json:"usage"`
 	Compactions int         `json:"compactions,omitempty"` // context compactions the agent recorded
-	Subagents   []string    `json:"subagents,omitempty"`   // linked subagent files read beside Path
+	// Responses are when the model's answers were recorded, one per model
+	// request answered (a subagent's included), in order: the iterations
+	// of the agent's loop. Empty where the format does not record them
+	// (polygraph's JSONL, OTel spans, Gemini CLI's logs); a zero time where
+	// the format records the answer but not when (stream-json).
+	Responses []time.Time `json:"responses,omitempty"`
+	Subagents []string    `json:"subagents,omitempty"` // linked subagent files read beside Path
 	// ExitStatus and Submission are how the agent's framework says the run
 	// ended (mini-swe-agent: "Submitted" and the final output), where recorded.
 	ExitStatus string    `json:"exit_status,omitempty"`
