@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/polygraph
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test demo bench generate check-generate vet agents tools fuzz
+.PHONY: build test demo bench study generate check-generate vet agents tools fuzz
 
 build:
 	$(GO) build -o $(BIN) ./cmd/polygraph
@@ -62,6 +62,16 @@ demo: build
 # bpftrace, interleaved; installs the tracers from Debian. About 15-20 min.
 bench:
 	$(SUDO) env "PATH=$$PATH" $(GO) run ./bench
+
+# The study (docs/study.md, bench/study): the four real agents on its tasks
+# against the scripted model, bare and under polygraph, interleaved;
+# rewrites docs/study.md and docs/study/*.svg. About 15 min on 2 cores
+# (STUDY_ROUNDS, default 3). The log keeps one line per run.
+study: agents
+	@log=$$(mktemp); $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=1 POLYGRAPH_STUDY=1 STUDY_ROUNDS=$${STUDY_ROUNDS:-3} \
+	$(GO) test -count=1 -timeout 60m -v -run 'TestStudy$$' ./bench/study >$$log 2>&1; rc=$$?; \
+	grep -E '^(--- |ok|FAIL|PASS)|study [0-9]+/|study: ' $$log | sed 's/^ *//'; \
+	[ $$rc = 0 ] || tail -100 $$log; rm -f $$log; exit $$rc
 
 # Rebuild the kind tables and bpf/*.c into the committed objects (needs clang, llvm, libbpf-dev).
 # The event kind tables (internal/event/kinds.tsv) come first: bpf/kinds.h

@@ -63,6 +63,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/polygraph/polygraph/test/fakellm"
 )
 
@@ -111,6 +113,10 @@ type Options struct {
 	// Script, when set, gives the scenario's turns once the run's HOME and
 	// project directory exist, for turns that name them.
 	Script func(home, dir string) []fakellm.Turn
+	// Setup, when set, runs once Files and HomeFiles are written, before
+	// the agent starts: what a checkout needs beyond files (a git
+	// repository and its first commit). An error fails the test.
+	Setup func(home, dir string) error
 }
 
 // Account is a local user account a run can use.
@@ -152,6 +158,9 @@ func WithScript(f func(home, dir string) []fakellm.Turn) Option {
 	return func(o *Options) { o.Script = f }
 }
 
+// WithSetup sets Options.Setup.
+func WithSetup(f func(home, dir string) error) Option { return func(o *Options) { o.Setup = f } }
+
 // WithHomeOverride sets Options.HomeOverride.
 func WithHomeOverride() Option { return func(o *Options) { o.HomeOverride = true } }
 
@@ -173,6 +182,10 @@ type Result struct {
 	// TimedOut says the run hit Options.Timeout.
 	TimedOut bool
 	Duration time.Duration
+	// Exited is from the start to the command's own exit, as its pidfd
+	// said: without the wait for its output pipes, which a process it
+	// left running can hold open (Duration's end).
+	Exited time.Duration
 	// Transcripts are the session files the agent wrote (see transcriptGlobs).
 	Transcripts []string
 	// ServerURL is the fake model server's base URL.
@@ -275,6 +288,9 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	}
 	writeFiles(t, r.Dir, o.Files)
 	writeFiles(t, r.Home, o.HomeFiles)
+	if o.Setup != nil {
+		must(t, o.Setup(r.Home, r.Dir))
+	}
 
 	if o.Script != nil {
 		sc.Turns = o.Script(r.Home, r.Dir)
@@ -374,8 +390,10 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	if err != nil {
 		t.Fatalf("start %s: %v", agent, err)
 	}
+	exited := watchExit(cmd.Process.Pid, start)
 	err = cmd.Wait()
 	r.Duration = time.Since(start)
+	r.Exited = exited(r.Duration)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers of the tree, if any
 	r.Stdout, r.Stderr = stdout.Bytes(), stderr.Bytes()
 	r.ExitCode = cmd.ProcessState.ExitCode()
@@ -398,6 +416,39 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 		_ = os.WriteFile(filepath.Join(root, "stderr"), r.Stderr, 0o644)
 	}
 	return r
+}
+
+// watchExit notes when process pid, started at start, exits (its pidfd
+// turns readable then, before it is reaped) and returns what waits for
+// that; it gives fallback where the kernel has no pidfd.
+func watchExit(pid int, start time.Time) func(fallback time.Duration) time.Duration {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return func(fallback time.Duration) time.Duration { return fallback }
+	}
+	done := make(chan time.Duration, 1)
+	go func() {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(fds, -1)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				done <- -1
+			default:
+				done <- time.Since(start)
+			}
+			return
+		}
+	}()
+	return func(fallback time.Duration) time.Duration {
+		if d := <-done; d >= 0 {
+			return d
+		}
+		return fallback
+	}
 }
 
 // Dump logs the run's output and request log, for a failing test.
