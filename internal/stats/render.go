@@ -42,11 +42,18 @@ func writeSession(w io.Writer, s *Session) {
 	}
 	fmt.Fprintf(w, "session %s (%s), %s\n\n", s.ID, agent, secs(s.Wall))
 	iter := fmt.Sprintf("%d model responses, %.1f per 10 s", s.Iterations, s.PerTen)
-	if s.Estimated {
+	switch {
+	case s.NoTranscript:
+		iter = "unknown: no transcript was found"
+	case s.Estimated:
 		iter += " (estimated from the tool calls: the transcript records no responses)"
 	}
 	fmt.Fprintf(w, "loop\t%s\n", iter)
-	fmt.Fprintf(w, "execve\t%d (%s), %.1f per iteration\n", s.Execs, byWho(s.ExecsBy), s.ExecsPerIteration)
+	perIter := ""
+	if s.Iterations > 0 {
+		perIter = fmt.Sprintf(", %.1f per iteration", s.ExecsPerIteration)
+	}
+	fmt.Fprintf(w, "execve\t%d (%s)%s\n", s.Execs, byWho(s.ExecsBy), perIter)
 	lives := values(s.Shells, func(sh Shell) (float64, bool) { return sh.Life, sh.Life >= 0 })
 	shellsBy := map[string]int{}
 	for _, sh := range s.Shells {
@@ -56,7 +63,11 @@ func writeSession(w io.Writer, s *Session) {
 	var conns []string
 	for _, c := range Classes {
 		if n := s.Connects[c]; n > 0 {
-			conns = append(conns, fmt.Sprintf("%s %d (%.2f per iteration)", c, n, s.ConnectsPerIteration[c]))
+			if s.Iterations > 0 {
+				conns = append(conns, fmt.Sprintf("%s %d (%.2f per iteration)", c, n, s.ConnectsPerIteration[c]))
+			} else {
+				conns = append(conns, fmt.Sprintf("%s %d", c, n))
+			}
 		}
 	}
 	if len(conns) == 0 {
@@ -100,7 +111,11 @@ func writeSession(w io.Writer, s *Session) {
 }
 
 func usage(u *Usage) string {
-	return fmt.Sprintf("%d processes, CPU %s, peak RSS %s, I/O %s", u.Processes, secs(u.CPU),
+	procs := "processes"
+	if u.Processes == 1 {
+		procs = "process"
+	}
+	return fmt.Sprintf("%d %s, CPU %s, peak RSS %s, I/O %s", u.Processes, procs, secs(u.CPU),
 		bytesText(float64(u.PeakRSSKB)*1024), bytesText(float64(u.ReadBytes+u.WriteBytes)))
 }
 

@@ -54,6 +54,9 @@ type Session struct {
 	Iterations int     `json:"iterations"`
 	Estimated  bool    `json:"iterations_estimated,omitempty"`
 	PerTen     float64 `json:"iterations_per_10s"`
+	// NoTranscript: no transcript was found, so there are no iterations
+	// and no tool calls, only the kernel's numbers.
+	NoTranscript bool `json:"no_transcript,omitempty"`
 
 	// Execs counts the session's execve, by who ran them.
 	Execs             int            `json:"execs"`
@@ -164,6 +167,7 @@ func Compute(a *analysis.Analysis, pol *policy.Policy) *Session {
 	start, end := runSpan(a, in.Events)
 	s.Wall = end.Sub(start).Seconds()
 	s.Iterations, s.Estimated = iterations(a.Transcript)
+	s.NoTranscript = a.Transcript == nil
 	if s.Wall > 0 {
 		s.PerTen = float64(s.Iterations) * 10 / s.Wall
 	}
