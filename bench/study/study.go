@@ -134,8 +134,12 @@ func Play(t *testing.T, cfg Config) *Results {
 				}
 				res.Runs = append(res.Runs, run)
 				n++
-				t.Logf("study %d/%d %s %s round %d: bare %.2fs, recorded %.2fs (agent %.2fs), %d requests, %d left running%s",
-					n, cfg.Rounds*len(cfg.Tasks)*len(cfg.Agents), task.Name, agent, round, run.BareS, run.RecordedS, run.AgentS, run.Requests, len(run.Leftovers), problem(run))
+				iters := -1
+				if run.Stats != nil {
+					iters = run.Stats.Iterations
+				}
+				t.Logf("study %d/%d %s %s round %d: bare %.2fs, recorded %.2fs (agent %.2fs), %d requests, %d iterations, %d left running%s",
+					n, cfg.Rounds*len(cfg.Tasks)*len(cfg.Agents), task.Name, agent, round, run.BareS, run.RecordedS, run.AgentS, run.Requests, iters, len(run.Leftovers), problem(run))
 			}
 		}
 	}
