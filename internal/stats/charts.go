@@ -47,9 +47,11 @@ func Charts(sums []*Summary) map[string]string {
 		Ref:    64, RefLabel: "Sysdig 2026: 64 per session", Format: count}.SVG()
 	var conns []Series
 	for _, c := range Classes[:3] {
-		conns = append(conns, Series{Name: c, Values: medians(func(s *Summary) Dist { return s.ConnectsPerIteration[c] })})
+		conns = append(conns, Series{Name: c, Values: shares(func(s *Summary) (float64, float64) {
+			return float64(s.ConnectsTotal[c]), float64(s.IterationsTotal)
+		})})
 	}
-	charts["connects.svg"] = Bars{Title: "Outbound connections per iteration, by destination (median session)", Unit: "connections per iteration",
+	charts["connects.svg"] = Bars{Title: "Outbound connections per iteration, by destination (all sessions)", Unit: "connections per iteration",
 		Labels: labels, Series: conns, Format: two}.SVG()
 	charts["shells.svg"] = Ranges{Title: "Shell lifetimes, from exec to exit (every shell)", Unit: "seconds", Labels: labels,
 		Dists: dists(func(s *Summary) Dist { return s.ShellLife }), Log: true, Format: secs}.SVG()

@@ -78,10 +78,12 @@ type Summary struct {
 	IO            map[string]Dist `json:"io_bytes"`
 	ToolsCPUShare Dist            `json:"tools_cpu_share"`
 
-	// TimeTotal and CPUTotal add the sessions up, for the shares of the
-	// whole the charts stack.
-	TimeTotal TimeSplit          `json:"time_total_s"`
-	CPUTotal  map[string]float64 `json:"cpu_total_s"`
+	// TimeTotal, CPUTotal, ConnectsTotal and IterationsTotal add the
+	// sessions up, for the shares and rates of the whole the charts show.
+	TimeTotal       TimeSplit          `json:"time_total_s"`
+	CPUTotal        map[string]float64 `json:"cpu_total_s"`
+	ConnectsTotal   map[string]int     `json:"connects_total"`
+	IterationsTotal int                `json:"iterations_total"`
 }
 
 // Summarise groups sessions by agent, in name order, each into a Summary,
@@ -125,8 +127,12 @@ func always(v float64) (float64, bool) { return v, true }
 
 func summarise(agent string, ss []*Session) *Summary {
 	sum := &Summary{Agent: agent, Sessions: len(ss), ConnectsPerIteration: map[string]Dist{}, Bytes: map[string]Dist{},
-		CPU: map[string]Dist{}, PeakRSSKB: map[string]Dist{}, IO: map[string]Dist{}, CPUTotal: map[string]float64{}}
+		CPU: map[string]Dist{}, PeakRSSKB: map[string]Dist{}, IO: map[string]Dist{}, CPUTotal: map[string]float64{}, ConnectsTotal: map[string]int{}}
 	for _, s := range ss {
+		sum.IterationsTotal += s.Iterations
+		for c, n := range s.Connects {
+			sum.ConnectsTotal[c] += n
+		}
 		sum.TimeTotal.Tools += s.Time.Tools
 		sum.TimeTotal.Model += s.Time.Model
 		sum.TimeTotal.Other += s.Time.Other

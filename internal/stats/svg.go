@@ -82,7 +82,7 @@ func (b Bars) SVG() string {
 			}
 			y0, y1 := scale(base), scale(base+v)
 			c.rect(x, y1, barW, y0-y1, palette[j%len(palette)], fmt.Sprintf("%s, %s: %g", label, s.Name, v))
-			if b.Format != nil && (!b.Stacked || y0-y1 > 12) {
+			if b.Format != nil && v != 0 && (!b.Stacked || y0-y1 > 12) {
 				ty := y1 - 3
 				if b.Stacked {
 					ty = (y0 + y1) / 2
@@ -96,9 +96,9 @@ func (b Bars) SVG() string {
 		c.text(x0+groupW*0.35, float64(marginT+plotH)+14, "middle", label)
 	}
 	if b.RefLabel != "" {
-		c.ref(scale(b.Ref), b.RefLabel)
+		c.ref(scale(b.Ref))
 	}
-	c.legend(names(b.Series))
+	c.legend(names(b.Series), b.RefLabel)
 	return c.end()
 }
 
@@ -161,9 +161,9 @@ func (r Ranges) SVG() string {
 		}
 	}
 	if r.RefLabel != "" {
-		c.ref(scale(r.Ref), r.RefLabel)
+		c.ref(scale(r.Ref))
 	}
-	c.legend([]string{"median", "median to p90 (the whisker reaches the max)"})
+	c.legend([]string{"median", "median to p90 (the whisker reaches the max)"}, r.RefLabel)
 	return c.end()
 }
 
@@ -208,20 +208,32 @@ func (c *canvas) text(x, y float64, anchor, s string) {
 	fmt.Fprintf(&c.b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s">%s</text>`+"\n", x, y, anchor, text, esc(s))
 }
 
-// ref draws a dashed reference line at y with its label.
-func (c *canvas) ref(y float64, label string) {
+// ref draws a dashed reference line at y; the legend names it.
+func (c *canvas) ref(y float64) {
 	fmt.Fprintf(&c.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-dasharray="5,3"/>`+"\n", marginL, y, marginL+plotW, y, refColor)
-	fmt.Fprintf(&c.b, `<text x="%d" y="%.1f" text-anchor="end" fill="%s">%s</text>`+"\n", marginL+plotW, y-4, refColor, esc(label))
 }
 
-// legend names the series under the plot.
-func (c *canvas) legend(names []string) {
+// legend names the series under the plot, and the reference line when
+// ref is set.
+func (c *canvas) legend(names []string, ref string) {
 	x := float64(marginL)
-	y := float64(chartH - 16)
+	y := float64(chartH - 28)
+	// wrap starts a second row when an entry of n characters would not fit.
+	wrap := func(n string) {
+		if x > marginL && x+20+6*float64(len(n)) > chartW-marginR {
+			x, y = marginL, y+16
+		}
+	}
 	for i, n := range names {
+		wrap(n)
 		fmt.Fprintf(&c.b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`+"\n", x, y-9, palette[i%len(palette)])
 		c.text(x+14, y, "start", n)
-		x += 24 + 6.5*float64(len(n))
+		x += 24 + 6*float64(len(n))
+	}
+	if ref != "" {
+		wrap(ref)
+		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="5,3"/>`+"\n", x, y-4, x+16, y-4, refColor)
+		c.text(x+20, y, "start", ref)
 	}
 }
 
