@@ -22,8 +22,10 @@ const (
 // cell is one task and agent's rounds: medians of the runs whose
 // recorded and bare halves both succeeded.
 type cell struct {
-	task, agent               string
-	bare, agentS, recorded    float64
+	task, agent            string
+	bare, agentS, recorded float64
+	// spread is (slowest - fastest) / median of the bare runs.
+	spread                    float64
 	runs, failed, iterOK      int
 	requests, iterations, exe []float64
 }
@@ -65,6 +67,9 @@ func cellsOf(res *Results) []*cell {
 	}
 	for _, c := range out {
 		c.bare, c.agentS, c.recorded = median(bare[c]), median(agentS[c]), median(recorded[c])
+		if b := bare[c]; len(b) > 0 && c.bare > 0 {
+			c.spread = (slices.Max(b) - slices.Min(b)) / c.bare
+		}
 	}
 	return out
 }
@@ -130,7 +135,7 @@ func overheadChart(res *Results, cells []*cell) string {
 		e2e = append(e2e, 100*e.mean)
 	}
 	return stats.Bars{Title: "What recording costs: the agent's run under polygraph against bare (mean over tasks)", Unit: "overhead, %",
-		Labels: res.Agents, Series: []stats.Series{{Name: "the agent's own run", Values: own}, {Name: "end to end (polygraph's start-up and report too)", Values: e2e}},
+		Labels: res.Agents, Series: []stats.Series{{Name: "the agent's own run", Values: own}, {Name: "end to end, with start-up and report", Values: e2e}},
 		Ref: agentSightMean, RefLabel: "AgentSight 2025: 2.9 % average", Format: func(x float64) string { return fmt.Sprintf("%.1f %%", x) }}.SVG()
 }
 

@@ -47,7 +47,7 @@ func TestWrite(t *testing.T) {
 		"| loop iterations per 10 s | 5 |",
 		"| execve per session | 64 |",
 		"in 6 of 6 of the recorded sessions",
-		"| all | 2.00 s | 2.20 s | +10.0 % (+10.0 % to +10.0 %) | +50.0 % (+50.0 % to +50.0 %) | +2.9 % (0.4 to 4.9 %) |",
+		"| all | 2.00 s | 2.20 s | +10.0 % (+10.0 % to +10.0 %) | +50.0 % (+50.0 % to +50.0 %) | 100 % | +2.9 % (0.4 to 4.9 %) |",
 		"- explore, claude-code, round 2: bare: exit 1",
 		"![overhead](charts/overhead.svg)",
 	} {

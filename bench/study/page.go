@@ -33,13 +33,19 @@ func (p page) write() {
 	all := p.sum("")
 	if all != nil {
 		own, e2e := agentOverheads(p.cells, "")
-		p.f("- **Loop:** %s model responses per 10 s of the agent's run (median session; Sysdig: 5). The scripted model answers at once, so this is the agents' own upper bound, not what a real model allows.\n", num1(all.PerTen.Median))
-		p.f("- **Processes:** %s execve per session (median, p90 %s; Sysdig: 64), %s per iteration; %s shells per session, living %s (median; p90 %s).\n",
-			num0(all.Execs.Median), num0(all.Execs.P90), num1(all.ExecsPerIteration.Median), num0(all.Shells.Median), secs(all.ShellLife.Median), secs(all.ShellLife.P90))
-		p.f("- **Connections:** %s to the model endpoint per iteration (median session; Sysdig: several HTTPS connections per iteration); the agents differ most here (table 1).\n", num2(all.ConnectsPerIteration["model"].Median))
-		p.f("- **Resources:** tool calls take %s of the wall time and the agent's own processes (start-up, bookkeeping, handling the model's answers) %s, waiting on the model %s (median session); the tools use %s of the CPU the agent and its tools use together.\n",
-			share(all.ShareTools.Median), share(all.ShareOther.Median), share(all.ShareModel.Median), share(all.ToolsCPUShare.Median))
-		p.f("- **Cost of recording:** the agent's own run under `polygraph run` against bare: %s (mean over the task × agent pairs, with the least and most; AgentSight: +2.9 %%, 0.4 to 4.9 %%); end to end, with polygraph's start-up, linger and report at exit: %s.\n\n", own, e2e)
+		p.f("- **Loop:** %s model responses per 10 s of the agent's run (median session; %s; Sysdig: 5). The scripted model answers at once, so this is the agents' own upper bound, not what a real model allows.\n",
+			num1(all.PerTen.Median), p.perAgent(func(s *stats.Summary) string { return num1(s.PerTen.Median) }))
+		p.f("- **Processes:** %s execve per session (median; %s; Sysdig: 64), %s per iteration; %s shells per session, living %s from exec to exit (median; p90 %s).\n",
+			num0(all.Execs.Median), p.perAgent(func(s *stats.Summary) string { return num0(s.Execs.Median) }),
+			num1(all.ExecsPerIteration.Median), num0(all.Shells.Median), secs(all.ShellLife.Median), secs(all.ShellLife.P90))
+		p.f("- **Connections:** to the model endpoint, per iteration: %s (median session; Sysdig: several HTTPS connections per iteration); npm's connections to the package registry in the install task: %s (median).\n",
+			p.perAgent(func(s *stats.Summary) string { return num2(s.ConnectsPerIteration["model"].Median) }),
+			num0(p.taskDist("install-dep", "", func(x *stats.Session) float64 { return float64(x.Connects["registry"]) }).Median))
+		p.f("- **Resources:** tool calls take %s of the wall time, the agent's own processes (start-up, bookkeeping, handling the model's answers) %s, waiting on the model %s (median session); the tools use %s of the CPU the agent and its tools use together (%s).\n",
+			share(all.ShareTools.Median), share(all.ShareOther.Median), share(all.ShareModel.Median), share(all.ToolsCPUShare.Median),
+			p.perAgent(func(s *stats.Summary) string { return share(s.ToolsCPUShare.Median) }))
+		p.f("- **Cost of recording:** the agent's own run under `polygraph run` against bare: %s (mean over the task × agent pairs, with the least and most; per agent %s; AgentSight: +2.9 %%, 0.4 to 4.9 %%). End to end, with polygraph's start-up, linger and report at exit: %s.\n\n",
+			own, p.perAgentOverhead(), e2e)
 	}
 
 	p.method()
@@ -51,6 +57,27 @@ func (p page) write() {
 	p.f("## Making it again\n\n")
 	p.f("```sh\nmake study                                   # this page and docs/study/*.svg; needs root, `make agents`, mini-swe-agent's setup\nSTUDY_ROUNDS=5 make study                    # more rounds (default 3)\ngo test ./bench/study -run Smoke -v          # one task, one agent: the smoke test CI runs\nPOLYGRAPH_STUDY_RENDER=bench/study/out/results.json go test ./bench/study -run 'TestStudy$'   # the page again from saved results\n```\n\n")
 	p.f("Every run's numbers, the recorded sessions' `polygraph stats` output included, are in `bench/study/out/results.json`. The study passes a policy naming its local registry (`registries: [127.0.0.1:PORT]`, written to `bench/study/out/policy.yaml`), as `polygraph stats --policy` takes one.\n")
+}
+
+// perAgent lists f of each agent's summary: "claude-code 1, codex 2".
+func (p page) perAgent(f func(*stats.Summary) string) string {
+	var parts []string
+	for _, a := range p.res.Agents {
+		if s := p.sum(a); s != nil {
+			parts = append(parts, a+" "+f(s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// perAgentOverhead lists each agent's mean overhead.
+func (p page) perAgentOverhead() string {
+	var parts []string
+	for _, a := range p.res.Agents {
+		own, _ := agentOverheads(p.cells, a)
+		parts = append(parts, a+" "+pct(own.mean))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int, one, many string) string {
@@ -101,8 +128,13 @@ func (p page) loop() {
 	p.row("shells per session", "disposable bash shells", func(s *stats.Summary) string { return med(s.Shells, num0) })
 	p.row("shell life, exec to exit (every shell)", "faster than a person types", func(s *stats.Summary) string { return med(s.ShellLife, secs) })
 	p.row("connections per iteration: model endpoint", "several (HTTPS)", func(s *stats.Summary) string { return med(s.ConnectsPerIteration["model"], num2) })
-	p.row("connections per iteration: package registry", "-", func(s *stats.Summary) string { return med(s.ConnectsPerIteration["registry"], num2) })
-	p.row("connections per iteration: other", "-", func(s *stats.Summary) string { return med(s.ConnectsPerIteration["other"], num2) })
+	p.row("connections per iteration: model endpoint, all sessions together", "", func(s *stats.Summary) string {
+		return num2(float64(s.ConnectsTotal["model"]) / float64(max(s.IterationsTotal, 1)))
+	})
+	p.row("connections to the package registry (install task)", "-", func(s *stats.Summary) string {
+		return med(p.taskDist("install-dep", s.Agent, func(x *stats.Session) float64 { return float64(x.Connects["registry"]) }), num0)
+	})
+	p.row("connections elsewhere (all tasks)", "-", func(s *stats.Summary) string { return num0(float64(s.ConnectsTotal["other"])) })
 	p.row("bytes to and from the model per session", "-", func(s *stats.Summary) string { return med(s.Bytes["model"], kbytes) })
 	p.f("\nIterations are counted from each agent's transcript; in %s of the recorded sessions that count equals the number of requests the scripted model answered.\n\n", p.iterationAgreement())
 	for _, c := range []string{"iterations", "execs", "shells", "connects"} {
@@ -125,17 +157,23 @@ func (p page) resources() {
 	p.f("## 2. Where time and resources go, per tool call (AgentCgroup)\n\n")
 	p.f("%s ran 144 SWE-rebench tasks with two models in containers and found that OS-level execution (tool calls and container and agent start-up) takes 56–74 %% of a task's end-to-end time, that memory, not CPU, limits how many agents fit, and that memory spikes come from tool calls (up to 15.4× peak-to-average). polygraph attributes every process to a tool call, to the agent itself or to nothing, so the same split comes from a recording. Median (p90):\n\n", agentCgroupSource)
 	p.head("measure")
-	p.row("tool calls per session", "-", func(s *stats.Summary) string {
+	p.row("tool calls per session (mean)", "-", func(s *stats.Summary) string {
 		return fmt.Sprintf("%s", num1(float64(s.ProcsPerCall.N)/float64(max(s.Sessions, 1))))
 	})
 	p.row("processes per tool call (every call)", "-", func(s *stats.Summary) string { return med(s.ProcsPerCall, num1) })
 	p.row("tool call wall time (every call)", "-", func(s *stats.Summary) string { return med(s.CallWall, secs) })
 	p.row("tool call CPU (calls that ran processes)", "-", func(s *stats.Summary) string { return med(s.CallCPU, secs) })
-	p.row("tool call peak RSS (same)", "spikes up to 15.4× the average", func(s *stats.Summary) string { return med(s.CallRSSKB, mb) })
+	p.row("tool call peak RSS (same)", "-", func(s *stats.Summary) string { return med(s.CallRSSKB, mb) })
 	p.row("tool call I/O, read + written (same)", "-", func(s *stats.Summary) string { return med(s.CallIO, kbytes) })
-	p.row("share of wall time in tool calls", "56–74 % with start-up (next rows)", func(s *stats.Summary) string { return med(s.ShareTools, share) })
-	p.row("share in the agent's own work (start-up, bookkeeping)", "(with the row above)", func(s *stats.Summary) string { return med(s.ShareOther, share) })
-	p.row("share waiting on the model", "the rest: 26–44 %", func(s *stats.Summary) string { return med(s.ShareModel, share) })
+	p.row("share of wall time in tool calls", "-", func(s *stats.Summary) string { return med(s.ShareTools, share) })
+	p.row("share in the agent's own work (start-up, bookkeeping)", "-", func(s *stats.Summary) string { return med(s.ShareOther, share) })
+	p.row("OS-level share: the two rows above together", "56–74 %", func(s *stats.Summary) string {
+		return med(p.taskDist("", s.Agent, func(x *stats.Session) float64 {
+			total := x.Time.Tools + x.Time.Model + x.Time.Other
+			return (x.Time.Tools + x.Time.Other) / max(total, 1e-9)
+		}), share)
+	})
+	p.row("share waiting on the model", "26–44 %", func(s *stats.Summary) string { return med(s.ShareModel, share) })
 	p.row("CPU: the agent's own processes", "-", func(s *stats.Summary) string { return med(s.CPU["agent"], secs) })
 	p.row("CPU: its tools", "-", func(s *stats.Summary) string { return med(s.CPU["tools"], secs) })
 	p.row("tools' share of the CPU (agent + tools)", "-", func(s *stats.Summary) string { return med(s.ToolsCPUShare, share) })
@@ -143,7 +181,7 @@ func (p page) resources() {
 	p.row("peak RSS: the tools' largest process", "-", func(s *stats.Summary) string { return med(s.PeakRSSKB["tools"], mb) })
 	p.row("I/O: the agent's own processes", "-", func(s *stats.Summary) string { return med(s.IO["agent"], kbytes) })
 	p.row("I/O: its tools", "-", func(s *stats.Summary) string { return med(s.IO["tools"], kbytes) })
-	p.f("\nAgentCgroup's OS-level share counts tool calls and the agent's start-up together, against the model's inference; here that is the first two shares together, and the model's share is near zero because the model answers at once.\n\n")
+	p.f("\nAgentCgroup's OS-level share counts tool calls and the agent's and its container's start-up together, against the model's inference. Here the model answers at once, so the OS-level share is most of the run and \"waiting on the model\" is the agent's own handling of each request and response. AgentCgroup's memory finding (tool calls drive the spikes, up to 15.4× peak-to-average, read from cgroup memory) has no counterpart in per-process maxrss, which for a tool process forked from the agent includes the agent's own pages (above).\n\n")
 	for _, c := range []string{"time", "cpu", "calls"} {
 		p.f("![%s](%s/%s.svg)\n\n", c, p.charts, c)
 	}
@@ -152,13 +190,14 @@ func (p page) resources() {
 func (p page) overhead() {
 	p.f("## 3. What recording costs (AgentSight)\n\n")
 	p.f("%s measured its monitor on Claude Code doing three developer workflows with a real model: 2.9 %% more time on average, 0.4 to 4.9 %% per workflow. Here each task and agent is timed bare and under `polygraph run` in turn; the overhead of a task is the ratio of the medians over its rounds, and each row gives the mean over the tasks with the least and the most:\n\n", agentSightSource)
-	p.f("| agent | bare run, median task | the agent's run recorded, median task | overhead of the agent's run | end to end (start-up, report) | published |\n|---|---|---|---|---|---|\n")
+	p.f("| agent | bare run, median task | the agent's run recorded, median task | overhead of the agent's run | end to end (start-up, report) | bare runs' spread | published |\n|---|---|---|---|---|---|---|\n")
 	for _, a := range append(slices.Clone(p.res.Agents), "") {
-		var bare, rec []float64
+		var bare, rec, spreads []float64
 		for _, c := range p.cells {
 			if (a == "" || c.agent == a) && c.runs > 0 {
 				bare = append(bare, c.bare)
 				rec = append(rec, c.agentS)
+				spreads = append(spreads, c.spread)
 			}
 		}
 		own, e2e := agentOverheads(p.cells, a)
@@ -166,10 +205,23 @@ func (p page) overhead() {
 		if a == "" {
 			name, pub = "all", "+2.9 % (0.4 to 4.9 %)"
 		}
-		p.f("| %s | %s | %s | %s | %s | %s |\n", name, secs(median(bare)), secs(median(rec)), own, e2e, pub)
+		p.f("| %s | %s | %s | %s | %s | %.0f %% | %s |\n", name, secs(median(bare)), secs(median(rec)), own, e2e, 100*median(spreads), pub)
 	}
+	p.f("\nThe bare runs' spread is the median over the tasks of (slowest − fastest) / median of a task's bare runs: how far apart the same run lands from round to round on this shared machine. An overhead smaller than it is not measured here; more rounds (`STUDY_ROUNDS`) narrow it.\n")
 	p.f("\nOn runs of a few seconds with no inference time the sensor's cost is a larger part of the run than it would be behind a real model; the end-to-end column adds what `polygraph run` itself takes before and after the agent (loading and attaching the BPF programs, lingering for leftovers, the report), which a system-wide recorder started once would not add per run.\n\n")
 	p.f("![overhead](%s/overhead.svg)\n\n", p.charts)
+}
+
+// taskDist is the distribution of f over the recorded sessions of task
+// ("" for every task) and agent ("" for every agent).
+func (p page) taskDist(task, agent string, f func(*stats.Session) float64) stats.Dist {
+	var v []float64
+	for _, r := range p.res.Runs {
+		if (task == "" || r.Task == task) && (agent == "" || r.Agent == agent) && r.RecordedOK && r.Stats != nil {
+			v = append(v, f(r.Stats))
+		}
+	}
+	return stats.NewDist(v)
 }
 
 func (p page) tasks() {

@@ -25,7 +25,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +145,7 @@ func Play(t *testing.T, cfg Config) *Results {
 			}
 		}
 	}
+	res.fillVersions()
 	res.Load[1] = loadAvg()
 	res.ElapsedS = time.Since(res.Started).Seconds()
 	return res
@@ -288,4 +291,31 @@ func goCommand(args ...string) *exec.Cmd {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	return exec.Command(goBin, args...)
+}
+
+// fillVersions takes the pinned version of an agent whose transcripts
+// name none.
+func (res *Results) fillVersions() {
+	pinned := PinnedVersions()
+	for name, profile := range Profiles {
+		if v := pinned[name]; v != "" && res.Versions[profile] == "" && slices.Contains(res.Agents, profile) {
+			res.Versions[profile] = v
+		}
+	}
+}
+
+// reVersion finds a pin in test/agents/install.sh: CLAUDE_VERSION=2.1.332.
+var reVersion = regexp.MustCompile(`(?m)^(CLAUDE|CODEX|GEMINI)_VERSION=([0-9A-Za-z.+-]+)$`)
+
+// PinnedVersions are the agent CLIs' versions test/agents/install.sh
+// installs, by e2e agent name: what the study ran where a transcript does
+// not say (Gemini CLI's).
+func PinnedVersions() map[string]string {
+	_, file, _, _ := runtime.Caller(0)
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "test", "agents", "install.sh"))
+	out := map[string]string{}
+	for _, m := range reVersion.FindAllStringSubmatch(string(b), -1) {
+		out[strings.ToLower(m[1])] = m[2]
+	}
+	return out
 }

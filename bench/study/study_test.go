@@ -36,6 +36,10 @@ func TestStudy(t *testing.T) {
 		if err := json.Unmarshal(b, &res); err != nil {
 			t.Fatal(err)
 		}
+		if res.Versions == nil {
+			res.Versions = map[string]string{}
+		}
+		res.fillVersions()
 		if err := Write(&res, doc, charts); err != nil {
 			t.Fatal(err)
 		}
