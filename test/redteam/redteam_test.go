@@ -59,7 +59,8 @@ func (tc *technique) min() detect.Severity {
 // techniques are every technique of the matrix, in table order.
 func techniques() []*technique {
 	var all []*technique
-	for _, set := range [][]*technique{edgeTechniques, nameTechniques} {
+	for _, set := range [][]*technique{edgeTechniques, nameTechniques, oracleTechniques,
+		unlistedTechniques, verdictTechniques, evidenceTechniques} {
 		all = append(all, set...)
 	}
 	return all
