@@ -10,14 +10,21 @@ build:
 
 # The test command (README). Kernel-tier tests need root and skip without
 # it; the end-to-end tests need the agent CLIs, which `agents` installs.
-# The e2e package runs verbosely into a log so its measured attribution
-# precision and recall and the scenario matrix's table (lines led by
-# "matrix") are printed (the whole log when it fails).
-TESTENV := $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=$${POLYGRAPH_E2E:-1}
+# The e2e and red-team packages run verbosely, one after the other, into a
+# log so their tables are printed: the e2e's measured attribution
+# precision and recall and the scenario matrix (lines led by "matrix"),
+# the red-team matrix (lines led by "redteam", docs/redteam.md;
+# POLYGRAPH_REDTEAM_STRICT=1 fails every technique not caught). The whole
+# log is printed when one fails.
+TESTENV := $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=$${POLYGRAPH_E2E:-1} POLYGRAPH_REDTEAM_STRICT=$${POLYGRAPH_REDTEAM_STRICT:-}
+LOGLINES := '^(--- |ok|FAIL|PASS|matrix |live |redteam )|attribution [a-z]+: precision'
 test: agents vet
-	$(TESTENV) $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(TESTENV) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/redteam)
 	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -timeout 30m -v ./test/e2e >$$log 2>&1; rc=$$?; \
-	grep -E '^(--- |ok|FAIL|PASS|matrix |live )|attribution [a-z]+: precision' $$log; \
+	grep -E $(LOGLINES) $$log; \
+	[ $$rc = 0 ] || cat $$log; rm -f $$log; exit $$rc
+	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -timeout 40m -v ./test/redteam >$$log 2>&1; rc=$$?; \
+	grep -E $(LOGLINES) $$log; \
 	[ $$rc = 0 ] || cat $$log; rm -f $$log; exit $$rc
 
 vet:
