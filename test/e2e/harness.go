@@ -1,6 +1,7 @@
-// Package e2e runs the real agent CLIs (Claude Code, Codex CLI, Gemini CLI)
-// and a real Python agent (mini-swe-agent, from ../shared/agents/mini-swe-agent)
-// offline against the scripted model server in test/fakellm, each in a fresh
+// Package e2e runs the real agent CLIs (Claude Code, Codex CLI, Gemini CLI),
+// a real Python agent (mini-swe-agent, from ../shared/agents/mini-swe-agent)
+// and an agent polygraph has no profile for (kestrel, test/e2e/kestrel, built
+// by the tests) offline against the scripted model server in test/fakellm, each in a fresh
 // temporary HOME and project directory with a clean environment, and checks
 // what they did, what they wrote in their transcripts and what they sent.
 //
@@ -74,9 +75,17 @@ const (
 	Codex  = "codex"
 	Gemini = "gemini"
 	Mini   = "mini" // mini-swe-agent 2.4.6, run with Debian's /usr/bin/python3
+	// Unknown is kestrel (test/e2e/kestrel), an agent no profile in
+	// internal/agent describes: built by the tests, installed under
+	// /opt/<random>/bin, it re-executes itself twice before its engine talks
+	// to the model (Anthropic Messages, no streaming), runs shell calls as
+	// `bash -c`, writes files from inside its own process and keeps a
+	// journal in a format of its own.
+	Unknown = "kestrel"
 )
 
-// Agents lists them in a stable order.
+// Agents lists the agents polygraph has a profile for, in a stable order;
+// Unknown is not among them.
 var Agents = []string{Claude, Codex, Gemini, Mini}
 
 // Options tune one RunAgent call. The zero value is usable.
@@ -204,7 +213,7 @@ var (
 // AgentPath returns the installed entry point of agent (for Mini, the
 // bundle directory). It skips the test when the agent is not installed,
 // unless POLYGRAPH_E2E=1, where that fails it. POLYGRAPH_CLAUDE,
-// POLYGRAPH_CODEX, POLYGRAPH_GEMINI and POLYGRAPH_MINI override the entry
+// POLYGRAPH_CODEX, POLYGRAPH_GEMINI, POLYGRAPH_MINI and POLYGRAPH_KESTREL override the entry
 // point of one agent.
 func AgentPath(t testing.TB, agent string) string {
 	t.Helper()
@@ -213,6 +222,9 @@ func AgentPath(t testing.TB, agent string) string {
 	}
 	if agent == Mini {
 		return miniBundle(t)
+	}
+	if agent == Unknown {
+		return unknownAgent(t)
 	}
 	entryOnce.Do(func() { entries, entryErr = findEntries() })
 	p, ok := entries[agent]
@@ -255,7 +267,7 @@ func findEntries() (map[string]string, error) {
 	return m, nil
 }
 
-// RunAgent runs agent ("claude", "codex", "gemini" or "mini") headless on a fresh
+// RunAgent runs agent ("claude", "codex", "gemini", "mini" or "kestrel") headless on a fresh
 // HOME and project directory against a fake model server playing sc, and
 // returns what the run left. Relative paths in sc resolve against the
 // project directory. A run that cannot start fails the test; a non-zero exit
@@ -302,7 +314,7 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 	r.ServerURL = srv.URL()
 
 	node, err := exec.LookPath("node")
-	if err != nil && agent != Claude && agent != Mini {
+	if err != nil && agent != Claude && agent != Mini && agent != Unknown {
 		t.Fatalf("%s needs node on PATH: %v", agent, err)
 	}
 	env := baseEnv(r.Home, tmp, node)
@@ -349,6 +361,9 @@ func RunAgent(t testing.TB, agent string, sc fakellm.Scenario, opts ...Option) *
 		)
 		argv = []string{miniPython, "-m", "minisweagent.run.mini", "--model", "fake-model",
 			"--model-class", "fakellm_adapter.OpenAICompatModel", "--yolo", "--exit-immediately", "--task", o.Prompt}
+	case Unknown:
+		env = append(env, "KESTREL_API_KEY="+UnknownAPIKey)
+		argv = []string{entry, "--endpoint", r.ServerURL, "--task", o.Prompt}
 	default:
 		t.Fatalf("unknown agent %q (want one of %v)", agent, Agents)
 	}
@@ -551,7 +566,8 @@ const geminiSettings = `{
 // Claude $HOME/.claude/projects/*/*.jsonl, Codex
 // $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl, Gemini
 // $HOME/.gemini/tmp/*/chats/*, mini-swe-agent
-// $HOME/.config/mini-swe-agent/last_mini_run.traj.json.
+// $HOME/.config/mini-swe-agent/last_mini_run.traj.json, kestrel
+// $HOME/.local/state/kestrel/journal/*.ndjson (its own format).
 func findTranscripts(agent, home, codexHome string) []string {
 	var pats []string
 	switch agent {
@@ -563,6 +579,8 @@ func findTranscripts(agent, home, codexHome string) []string {
 		pats = []string{filepath.Join(home, ".gemini", "tmp", "*", "chats", "*")}
 	case Mini:
 		pats = []string{filepath.Join(home, ".config", "mini-swe-agent", "last_mini_run.traj.json")}
+	case Unknown:
+		pats = []string{filepath.Join(home, ".local", "state", "kestrel", "journal", "*.ndjson")}
 	}
 	var out []string
 	for _, p := range pats {

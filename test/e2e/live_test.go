@@ -168,9 +168,11 @@ func joinLines(s []string) string {
 	return b.String()
 }
 
-// TestMain runs the tests and prints the live totals.
+// TestMain runs the tests, removes what outlived them (atExit) and
+// prints the live totals.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	runExitHooks()
 	liveTotals.Lock()
 	if liveTotals.sessions > 0 {
 		fmt.Printf("live = replay: %d sessions compared, %d findings, %d sessions differ\n", liveTotals.sessions, liveTotals.findings, liveTotals.differ)
