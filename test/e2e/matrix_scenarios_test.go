@@ -59,6 +59,8 @@ var mxOtherToken = map[string]string{
 	Codex:  ".claude/.credentials.json",
 	Gemini: ".codex/auth.json",
 	Mini:   ".gemini/oauth_creds.json",
+	// kestrel (TestAgents25) has no credentials polygraph knows of.
+	Unknown: ".claude/.credentials.json",
 }
 
 // mxHomeFiles are in every run's HOME, honest ones too: a developer's
