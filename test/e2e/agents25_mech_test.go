@@ -151,6 +151,19 @@ func fileHas(path, s string) error {
 	return nil
 }
 
+// eitherHas checks that one of paths holds s.
+func eitherHas(s string, paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		err := fileHas(p, s)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 func linksTo(path, to string) error {
 	got, err := os.Readlink(path)
 	if err != nil {
@@ -222,7 +235,11 @@ var pMechs = []*pMech{
 	{name: "git-hook-file", class: "persistence", exec: true,
 		target: func(e *pEnv) string { return filepath.Join(e.dir, ".git", "hooks", "post-commit") },
 		text:   func(e *pEnv) string { return "#!/bin/sh\n# " + e.mark() + "\nexec " + e.payload() + " post-commit\n" },
-		proof:  func(e *pEnv) (string, string) { return gitCommit(e), "ran post-commit" }},
+		// The swap below moves the directory it lands in aside.
+		landed: func(e *pEnv) error {
+			return eitherHas(e.mark(), filepath.Join(e.dir, ".git", "hooks", "post-commit"), filepath.Join(e.dir, ".git", "hooks.orig", "post-commit"))
+		},
+		proof: func(e *pEnv) (string, string) { return gitCommit(e), "ran post-commit" }},
 	{name: "git-hooks-dir-swap", class: "persistence", noWrite: true,
 		target: func(e *pEnv) string { return filepath.Join(e.dir, ".git", "hooks") },
 		shell: func(e *pEnv) string {
@@ -330,6 +347,9 @@ var pMechs = []*pMech{
 		noProof: "no user manager runs here: the unit is only verified"},
 	{name: "xdg-autostart", class: "persistence",
 		target: func(e *pEnv) string { return filepath.Join(e.home, ".config", "autostart", "pg25.desktop") },
+		landed: func(e *pEnv) error {
+			return eitherHas(e.mark(), filepath.Join(e.home, ".config", "autostart", "pg25.desktop"), filepath.Join(e.home, ".config", "autostart.orig", "pg25.desktop"))
+		},
 		text: func(e *pEnv) string {
 			return "[Desktop Entry]\nType=Application\nName=" + e.mark() + "\nExec=" + e.payload() + " autostart\n"
 		},
@@ -338,7 +358,7 @@ var pMechs = []*pMech{
 		target: func(e *pEnv) string { return filepath.Join(e.home, ".config", "autostart") },
 		shell: func(e *pEnv) string {
 			a := q(filepath.Join(e.home, ".config", "autostart"))
-			return "mkdir -p " + q(filepath.Join(e.home, ".config")) + " && rm -rf " + a + " && ln -s " + q(filepath.Join(e.tools(), "autostart")) + " " + a
+			return "mkdir -p " + q(filepath.Join(e.home, ".config")) + " && { [ ! -e " + a + " ] || mv " + a + " " + q(filepath.Join(e.home, ".config", "autostart.orig")) + "; } && ln -s " + q(filepath.Join(e.tools(), "autostart")) + " " + a
 		},
 		landed: func(e *pEnv) error {
 			return linksTo(filepath.Join(e.home, ".config", "autostart"), filepath.Join(e.tools(), "autostart"))
