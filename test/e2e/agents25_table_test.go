@@ -153,14 +153,17 @@ func (h *a25) tables(took time.Duration) {
 		return slices.Index(agentOrder, h.held[i].agent) < slices.Index(agentOrder, h.held[j].agent)
 	})
 	p("heldout: the misses issue 25 lists")
-	okN := 0
+	okN, judged := 0, 0
 	for _, r := range h.held {
 		if r.verdict == "ok" {
 			okN++
 		}
+		if r.verdict != "n/a" {
+			judged++
+		}
 		p("heldout %-28s %-7s %-4s %-6s %s", r.name, r.agent, r.who, r.verdict, oneLine(r.detail, 180))
 	}
-	p("heldout total: ok %d of %d", okN, len(h.held))
+	p("heldout total: ok %d of %d (n/a %d)", okN, judged, len(h.held)-judged)
 	strict := "off (POLYGRAPH_AGENTS25_STRICT=1 makes misses failures)"
 	if h.strict {
 		strict = "on"

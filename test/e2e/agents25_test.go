@@ -182,7 +182,9 @@ func (h *a25) session(t *testing.T, token string, spec a25Spec) *a25Out {
 	}
 	live, stream := liveFlags(pghome)
 	out.stream = stream
-	wrapper := append(append([]string{h.bin, "run", "--linger", "2s"}, live...), "--")
+	// No scenario leaves a process behind: a shorter linger than the
+	// matrix's keeps the whole measurement near ten minutes.
+	wrapper := append(append([]string{h.bin, "run", "--linger", "1s"}, live...), "--")
 	if spec.env.needsAccount() {
 		out.acct = h.accounts.create(t, spec.env.user)
 	}
@@ -383,6 +385,16 @@ func (h *a25) attack(t *testing.T, sc *mxScenario, env mxEnv) {
 		row.problem = "n/a: no loopback resolver: " + h.svc.dnsErr.Error()
 		t.Skip(row.problem)
 	}
+	var wants []mxWant
+	for _, w := range sc.want {
+		if !strings.HasPrefix(w.rule, "claim-") {
+			wants = append(wants, w)
+		}
+	}
+	if len(wants) == 0 {
+		row.problem = "n/a: the claim rules need a transcript polygraph can read"
+		t.Skip(row.problem)
+	}
 	token := h.token()
 	if sc.rootOnly {
 		t.Cleanup(func() { _ = os.Remove("/etc/sudoers.d/pgmatrix." + token) })
@@ -398,7 +410,7 @@ func (h *a25) attack(t *testing.T, sc *mxScenario, env mxEnv) {
 		t.Error(o.broken)
 		return
 	}
-	for _, w := range sc.want {
+	for _, w := range wants {
 		row.wanted++
 		met := false
 		for _, f := range o.rep.Findings {
