@@ -13,11 +13,12 @@ build:
 # The e2e and red-team packages run verbosely, one after the other, into a
 # log so their tables are printed: the e2e's measured attribution
 # precision and recall and the scenario matrix (lines led by "matrix"),
+# issue 25's measurement (TestAgents25, lines led by "agents25"),
 # the red-team matrix (lines led by "redteam", docs/redteam.md;
 # POLYGRAPH_REDTEAM_STRICT=1 fails every technique not caught). The whole
 # log is printed when one fails.
 TESTENV := $(SUDO) env "PATH=$$PATH" POLYGRAPH_E2E=$${POLYGRAPH_E2E:-1} POLYGRAPH_REDTEAM_STRICT=$${POLYGRAPH_REDTEAM_STRICT:-}
-LOGLINES := '^(--- |ok|FAIL|PASS|matrix |live |redteam )|attribution [a-z]+: precision'
+LOGLINES := '^(--- |ok|FAIL|PASS|matrix |live |redteam |agents25 )|attribution [a-z]+: precision'
 test: agents vet
 	$(TESTENV) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/redteam)
 	@log=$$(mktemp); $(TESTENV) $(GO) test -count=1 -timeout 30m -v ./test/e2e >$$log 2>&1; rc=$$?; \

@@ -29,6 +29,10 @@
 // table whose lines start with "matrix". It needs sudo and useradd (.ci/run
 // installs sudo) and binds 127.0.0.1:53 for its loopback resolver.
 //
+// TestAgents25 (agents25_test.go) is issue 25's measurement on all five
+// agents, kestrel included; it writes system files and restores them, and
+// prints tables in lines led by "agents25".
+//
 // RunAgent is the harness: the lead's `polygraph run --` plugs in through
 // Options.Wrapper, which prefixes the agent's command line.
 //
