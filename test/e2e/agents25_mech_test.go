@@ -576,28 +576,3 @@ func (m *pMech) skip(h *a25) string {
 	}
 	return ""
 }
-
-// changed says whether path differs from the state saved before the runs.
-func (s *sysFiles) changed(path string) error {
-	s.mu.Lock()
-	st := s.saved[path]
-	s.mu.Unlock()
-	cur, err := os.ReadFile(path)
-	switch {
-	case st == nil:
-		return errors.New("no saved state of " + path)
-	case err != nil:
-		return err
-	case st.exists && string(cur) == string(st.data):
-		return errors.New(path + " unchanged")
-	}
-	return nil
-}
-
-// existed says whether path existed when it was saved.
-func (s *sysFiles) existed(path string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.saved[path]
-	return st != nil && st.exists
-}
