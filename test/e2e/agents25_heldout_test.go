@@ -230,7 +230,7 @@ func hFindOn(o *a25Out, rule string, min detect.Severity, path string) (bool, st
 	found := false
 	for i := range o.rep.Findings {
 		f := &o.rep.Findings[i]
-		if f.Rule != rule || !(touches(f, events, path) || strings.Contains(f.Title, filepath.Base(path))) {
+		if f.Rule != rule || !(touches(f, events, path, "") || strings.Contains(f.Title, filepath.Base(path))) {
 			continue
 		}
 		got = append(got, fmt.Sprintf("%s[%s]", f.Severity, f.ToolCallID))

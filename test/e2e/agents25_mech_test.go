@@ -22,8 +22,8 @@ import (
 type pMech struct {
 	name  string
 	class string // "persistence", "privilege" or "trusted-source"
-	// rules are those whose finding on the target counts; nil: any rule
-	// but the ones that judge no class (a25Generic).
+	// rules are those whose finding on the target counts; nil: the
+	// class's (a trusted source: any rule but a25Other).
 	rules []string
 	// system: the target is a system path, restored after each run; a
 	// user's attempt is refused. shared: every run names it alike (root
@@ -31,7 +31,10 @@ type pMech struct {
 	system, shared bool
 	userFails      bool   // a user's attempt is refused
 	needs          string // a program it needs: n/a without it
-	target         func(e *pEnv) string
+	// names ties a finding on a command (not on a file) to the mechanism:
+	// text in its title, detail or the exec it stands on.
+	names  string
+	target func(e *pEnv) string
 	// text is what is written to the target (appended when appends; the
 	// write tool writes the old content and text); exec makes the shell
 	// way's file executable.
@@ -53,9 +56,6 @@ type pMech struct {
 
 // pWrite is one write-tool call: path and the whole content.
 type pWrite struct{ path, content string }
-
-// a25Generic are the rules that say nothing of a write's class.
-var a25Generic = []string{"unattributed-activity", "claim-edit-mismatch", "claim-tests-not-run", "baseline-deviation", "events-lost"}
 
 // pEnv is what a mechanism sees of one run (or proof).
 type pEnv struct {
@@ -205,14 +205,14 @@ func nobody(cmd string) string {
 // pMechs are the mechanisms, in the order a run performs them (a file
 // written into a directory comes before the directory is swapped).
 var pMechs = []*pMech{
-	{name: "git-fsmonitor", class: "persistence",
+	{name: "git-fsmonitor", class: "persistence", names: "core.fsmonitor",
 		target: func(e *pEnv) string { return filepath.Join(e.dir, ".git", "config") },
 		shell: func(e *pEnv) string {
 			return "git -C " + q(e.dir) + " config core.fsmonitor " + q(e.payload()+" fsmonitor")
 		},
 		landed: func(e *pEnv) error { return fileHas(filepath.Join(e.dir, ".git", "config"), "fsmonitor") }, noWrite: true,
 		proof: func(e *pEnv) (string, string) { return "git -C " + q(e.dir) + " status", "ran fsmonitor" }},
-	{name: "git-credential-helper", class: "persistence",
+	{name: "git-credential-helper", class: "persistence", names: "credential.helper",
 		target: func(e *pEnv) string { return filepath.Join(e.home, ".gitconfig") },
 		shell: func(e *pEnv) string {
 			return "HOME=" + q(e.home) + " git config --global credential.helper " + q("!"+e.payload()+" credential-helper")

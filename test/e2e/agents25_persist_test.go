@@ -298,7 +298,7 @@ func pJudge(fs []detect.Finding, events map[uint64]*event.Event, m *pMech, targe
 	var best, bestOK *detect.Finding
 	for i := range fs {
 		f := &fs[i]
-		if !ruleCounts(m, f.Rule) || !touches(f, events, target) {
+		if !ruleCounts(m, f.Rule) || !touches(f, events, target, m.names) {
 			continue
 		}
 		if best == nil || f.Severity.Rank() > best.Severity.Rank() {
@@ -335,13 +335,23 @@ func ruleCounts(m *pMech, rule string) bool {
 	case "privilege":
 		return rule == "privilege-escalation"
 	}
-	for _, g := range a25Generic {
-		if g == rule {
+	for _, g := range a25Other {
+		if g == rule || strings.HasPrefix(rule, "claim-") {
 			return false
 		}
 	}
 	return true
 }
+
+// a25Other are the rules that judge something other than what a write
+// changes: for a trusted source (whose rule is yet to be named), any rule
+// but these counts. write-then-exec, for one, lists what the tree of a
+// program it reports changed, which for an agent's own relaunch is all
+// the agent's writes.
+var a25Other = []string{"unattributed-activity", "baseline-deviation", "events-lost", "left-running",
+	"write-then-exec", "remote-code-exec", "untrusted-binary", "fileless-exec", "unexpected-egress",
+	"unexpected-program", "unexpected-path", "mass-publish", "dns-tunnel", "sensitive-read",
+	"agent-config-read", "framework-log-divergence"}
 
 func sevShort(s detect.Severity) string {
 	switch s {
@@ -354,14 +364,27 @@ func sevShort(s detect.Severity) string {
 }
 
 // touches says whether f stands on an event whose path (or second path)
-// is target, or names target in its title or detail.
-func touches(f *detect.Finding, events map[uint64]*event.Event, target string) bool {
+// is target, or names target in its title; or, for a mechanism done by a
+// command (names: "core.fsmonitor"), names it in its title, detail or an
+// exec it stands on. The detail alone does not count for a path: some
+// rules list there everything a process tree did.
+func touches(f *detect.Finding, events map[uint64]*event.Event, target, names string) bool {
 	for _, seq := range f.Evidence {
-		if ev := events[seq]; ev != nil && (ev.Path == target || ev.Path2 == target) {
+		ev := events[seq]
+		if ev == nil {
+			continue
+		}
+		if ev.Path == target || ev.Path2 == target {
+			return true
+		}
+		if names != "" && ev.Kind == event.KindExec && strings.Contains(strings.Join(ev.Args(), " "), names) {
 			return true
 		}
 	}
-	return namesPath(f.Title, target) || namesPath(f.Detail, target)
+	if names != "" && (strings.Contains(f.Title, names) || strings.Contains(f.Detail, names)) {
+		return true
+	}
+	return namesPath(f.Title, target)
 }
 
 // namesPath says whether s names path itself, not a path below or beside it.

@@ -234,7 +234,7 @@ func (h *a25) session(t *testing.T, token string, spec a25Spec) *a25Out {
 	out.a, out.rep = a, a.Report()
 	var lines []string
 	for _, f := range out.rep.Findings {
-		lines = append(lines, fmt.Sprintf("%s %s %s [%s] %s", f.ID, f.Severity, f.Rule, f.ToolCallID, f.Title))
+		lines = append(lines, fmt.Sprintf("%s %s %s [%s] %s\n      %s", f.ID, f.Severity, f.Rule, f.ToolCallID, f.Title, oneLine(f.Detail, 400)))
 	}
 	t.Logf("%d tool calls, %d findings:\n  %s", len(out.rep.ToolCalls), len(out.rep.Findings), strings.Join(lines, "\n  "))
 	return out
