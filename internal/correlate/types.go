@@ -51,6 +51,10 @@ type Attribution struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// DetailAgentFile is the detail of the agent's own file activity that no
+// call's path and none of its bookkeeping explains.
+const DetailAgentFile = "agent-file"
+
 // CallActivity is what one tool call really did, by the kernel's account.
 type CallActivity struct {
 	Call *transcript.ToolCall `json:"call"`

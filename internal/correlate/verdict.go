@@ -59,7 +59,7 @@ func (a *attributor) attribute(e *event.Event, im *lineage.Image, at *Attributio
 			if d != "" {
 				at.Reason, at.Detail = ReasonAgentBookkeeping, d
 			} else {
-				at.Detail = "agent-file"
+				at.Detail = DetailAgentFile
 			}
 		default: // exec, exit
 			at.Reason, at.Detail = ReasonAgentBookkeeping, o.detail

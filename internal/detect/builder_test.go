@@ -39,6 +39,7 @@ type builder struct {
 	cwd    string              // the session's and every process's cwd (proj unless set)
 	iso    *manifest.Isolation // the session ran isolated (blocked_test.go)
 	homes  []string            // the machine's homes (meta.Homes)
+	trust  []string            // meta.TrustFiles
 	// secrets are the credential files by identity (meta.Secrets).
 	secrets []manifest.Secret
 	// verdicts are the integrity verdicts on the execs (judged).
@@ -60,6 +61,7 @@ type tproc struct {
 	call   string
 	reason correlate.Reason
 	late   bool
+	detail string       // the attribution's detail
 	exec   *event.Event // the exec that started it (spawn)
 }
 
@@ -73,7 +75,7 @@ func (b *builder) emit(p *tproc, e *event.Event) *event.Event {
 		e.ParentExecID = p.parent
 	}
 	b.events = append(b.events, e)
-	b.attr = append(b.attr, correlate.Attribution{Seq: e.Seq, ToolCallID: p.call, Reason: p.reason, AfterReturn: p.late})
+	b.attr = append(b.attr, correlate.Attribution{Seq: e.Seq, ToolCallID: p.call, Reason: p.reason, AfterReturn: p.late, Detail: p.detail})
 	if p.call != "" {
 		ca := b.calls[p.call]
 		if ca == nil {
@@ -91,7 +93,7 @@ func (b *builder) emit(p *tproc, e *event.Event) *event.Event {
 // agent starts the agent process (its events are bookkeeping).
 func (b *builder) agent(pid uint32, bin string) *tproc {
 	p := &tproc{b: b, pid: pid, img: event.ExecID(pid, uint64(b.seq+1)), comm: path.Base(bin), reason: correlate.ReasonAgentBookkeeping}
-	b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: []string{path.Base(bin)}, Cwd: b.cwd}})
+	p.exec = b.emit(p, &event.Event{Kind: event.KindExec, Path: bin, Process: &event.Process{Argv: []string{path.Base(bin)}, Cwd: b.cwd}})
 	b.agents = append(b.agents, p.img)
 	b.root = int(pid)
 	return p
@@ -133,6 +135,14 @@ func (b *builder) claim(kind transcript.ClaimKind, text, subject string, calls .
 		calls = []string{}
 	}
 	b.tr.Claims = append(b.tr.Claims, &transcript.Claim{Kind: kind, Text: text, Subject: subject, At: b.now, ToolCallIDs: calls})
+}
+
+// own returns the agent process doing what nothing explains: no call's
+// path, none of its bookkeeping (correlate's "agent-file").
+func (p *tproc) own() *tproc {
+	q := *p
+	q.call, q.reason, q.detail = "", correlate.ReasonUnattributed, correlate.DetailAgentFile
+	return &q
 }
 
 // inCall returns the agent process acting for an in-process tool call.
@@ -231,6 +241,9 @@ func (p *tproc) judged(bin integrity.Verdict, script *integrity.Verdict) *tproc 
 	return p
 }
 
+// hash sets the exec-time hash of the process's program.
+func (p *tproc) hash(h string) *tproc { p.exec.Process.SHA256 = h; return p }
+
 // after marks the process's further events as happening after its call
 // returned.
 func (p *tproc) after() *tproc { p.late = true; return p }
@@ -238,7 +251,7 @@ func (p *tproc) after() *tproc { p.late = true; return p }
 // input assembles the detector's input.
 func (b *builder) input() Input {
 	in := Input{Events: b.events, Meta: session.Meta{Home: home, Homes: b.homes, Cwd: b.cwd, RootPID: b.root, Lost: b.lost, Isolation: b.iso,
-		Secrets: b.secrets},
+		Secrets: b.secrets, TrustFiles: b.trust},
 		Leftovers: b.left, Policy: b.pol, Verdicts: b.verdicts}
 	if b.noAttr {
 		return in

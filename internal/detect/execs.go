@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
 )
 
@@ -29,6 +30,22 @@ func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target str
 		}
 	}
 	return target, false
+}
+
+// relaunch reports whether exec e ran the very program an ancestor of
+// its process runs: the same bytes by the exec-time hash, whatever the
+// file is called or where it was copied. Agents relaunch themselves
+// (a node CLI re-executing process.execPath, a self-updating binary
+// copied to a temporary directory and run from there): no new code runs,
+// so neither where the copy lies nor who wrote it says anything.
+func (s *facts) relaunch(e *event.Event) bool {
+	h := e.SHA256()
+	if h == "" || s.tree == nil || e.Script() != "" {
+		return false // an interpreter running a script runs the script's code
+	}
+	return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
+		return im.Exec != nil && im.Exec.SHA256() == h
+	})
 }
 
 var reProcFD = regexp.MustCompile(`^/proc/(?:self|thread-self|\d+)/fd/`)

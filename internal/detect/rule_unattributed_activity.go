@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 
+	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/lineage"
 )
@@ -145,6 +146,14 @@ func meaningful(s *run, i int32) bool {
 		}
 		if _, ok := s.matchOf(setAgentConfig, int(i), f.path); ok {
 			return true
+		}
+		if at, _ := s.attribution(e); at.Detail == correlate.DetailAgentFile {
+			// The agent's own process looking around (listing its
+			// workspace and home, reading a file to build its context,
+			// checking a directory a call may name) is how agents work,
+			// known or not: a read says something only of a secret or
+			// another agent's configuration, above.
+			return false
 		}
 		return !s.is(setSystem, f.path) && !s.is(setNoise, f.path)
 	}

@@ -49,6 +49,30 @@ func TestUnattributedActivity(t *testing.T) {
 			},
 		},
 		{
+			// Every agent, known or not, looks around its workspace and
+			// home on its own (Claude Code opens /tmp and the home
+			// directory, Gemini CLI lists the project's directories):
+			// reading is not acting, unless the file is a secret.
+			name: "the agent's own process reads its workspace",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/kestrel").own()
+				ag.open(proj, "read")
+				ag.open(proj+"/tests", "read")
+				ag.open("/tmp", "read")
+				ag.open(proj+"/calc.py", "read")
+			},
+			want: nil,
+		},
+		{
+			name: "the agent's own process writes outside its files",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/kestrel").own()
+				ag.open(proj+"/tests", "read")
+				ag.open(proj+"/calc.py", "write")
+			},
+			want: []string{"medium unattributed-activity"},
+		},
+		{
 			name: "nothing meaningful",
 			build: func(b *builder) {
 				b.agent(100, "/usr/local/bin/claude")

@@ -47,7 +47,7 @@ func writeThenExec(s *run) []Finding {
 		e := s.events[i]
 		target, viaInterp := execTarget(e, lastWrite)
 		w := lastWrite(target)
-		if w == nil || done[target] {
+		if w == nil || done[target] || !viaInterp && s.relaunch(e) {
 			continue
 		}
 		if s.pol.BuildTool(s.programNames(w.ExecID)) {

@@ -36,7 +36,13 @@ func verdictFindings(s *run, rule string) []Finding {
 		if r == nil {
 			continue
 		}
+		// A copy of a program an ancestor already runs is judged where
+		// it first ran (its script, if any, still is here).
+		relaunch := rule == integrity.RuleUntrustedBinary && s.relaunch(e)
 		for _, v := range r.Verdicts() {
+			if relaunch && v.Role == integrity.RoleBinary {
+				continue
+			}
 			f, ok := v.Finding()
 			if !ok || f.Rule != rule {
 				continue

@@ -51,6 +51,10 @@ type Meta struct {
 	// (dev, ino) under any other name (a rename, a hard link, a bind
 	// mount, a renamed parent) is a read of that secret.
 	Secrets []Secret `json:"secrets,omitempty"`
+	// TrustFiles are polygraph's own files the exec verdicts rest on (the
+	// integrity store's pin and first-seen files): a tree that writes one
+	// vouches for its own programs.
+	TrustFiles []string `json:"trust_files,omitempty"`
 	// Outsiders marks watch's session of processes outside every agent's
 	// tree that opened an agent's store: none of its processes is an
 	// agent, and nothing in it is the agent's own.

@@ -1,0 +1,44 @@
+package detect
+
+import (
+	"testing"
+
+	"github.com/polygraph/polygraph/internal/integrity"
+)
+
+// TestRelaunch: an agent that copies its own program to a temporary
+// directory and runs the copy (as node CLIs and self-updating binaries
+// do) runs no new code, so neither write-then-exec nor untrusted-binary
+// speaks; a different program written and run from the same place does.
+func TestRelaunch(t *testing.T) {
+	const worker = "/tmp/kestrel-rt-1/kestrel-worker"
+	temp := integrity.Location{Temp: true, UserWritable: true}
+	session := func(copyHash string) func(b *builder) {
+		return func(b *builder) {
+			ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
+			ag.own().open(worker, "write,create")
+			w := ag.spawn(101, "", worker, "kestrel-worker").hash(copyHash).
+				judged(integrity.Verdict{Role: integrity.RoleBinary, Path: worker, SHA256: copyHash, Status: integrity.Unknown, Location: &temp}, nil)
+			eng := w.spawn(102, "", "/proc/self/exe", "kestrel-engine").hash(copyHash)
+			eng.exit(0)
+			w.exit(0)
+		}
+	}
+	runCases(t, []ruleCase{
+		{name: "the agent runs a copy of itself", build: session("aa"), want: nil},
+		{name: "the agent runs another program it wrote", build: session("bb"),
+			want: []string{"low untrusted-binary", "low write-then-exec"}},
+		{
+			// bash running a script bash wrote is the script's code, not
+			// bash again, whatever the interpreter's hash.
+			name: "an interpreter's script, same interpreter as the parent",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/bin/bash").hash("aa")
+				ag.own().open("/tmp/x/run.sh", "write,create")
+				r := ag.spawn(101, "", "/usr/bin/bash", "bash", "/tmp/x/run.sh").hash("aa").script("/tmp/x/run.sh")
+				r.exit(0)
+			},
+			want: []string{"low write-then-exec"},
+		},
+	})
+}
