@@ -31,6 +31,28 @@ func (s *facts) footholdChange(i int) int32 {
 	return -1
 }
 
+// refusedChange returns the id of the path events[i] tried to change in a
+// way footholdChange counts, when the kernel refused it for want of
+// permission (EACCES, EPERM): an unprivileged tree reaching for a system
+// file shows its intent even though nothing landed. -1 for none.
+func (s *facts) refusedChange(i int) int32 {
+	e := s.events[i]
+	if !e.Failed() || *e.Result != -13 && *e.Result != -1 {
+		return -1
+	}
+	switch e.Kind {
+	case event.KindOpen:
+		if e.IsWrite() {
+			return s.byEvent[i].path
+		}
+	case event.KindRename:
+		return s.pathID(e.Path2)
+	case event.KindLink, event.KindChmod:
+		return s.byEvent[i].path
+	}
+	return -1
+}
+
 // A system package manager installing from the system's repositories
 // (signed, and the packages the system already trusts) writes users, cron
 // jobs, units and setuid programs as a matter of course, itself or
@@ -129,7 +151,10 @@ func (s *facts) installedBy(id string, names []string) string {
 func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.Event, path string) (Severity, string)) *groups {
 	var g groups
 	for i := range s.byEvent {
-		id := s.footholdChange(i)
+		id, refused := s.footholdChange(i), false
+		if id < 0 {
+			id, refused = s.refusedChange(i), true
+		}
 		if id < 0 || s.byEvent[i].flags&fOwn != 0 {
 			continue // nothing changed, or the agent's own bookkeeping
 		}
@@ -155,8 +180,17 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 		if dir {
 			note = joinNote("the directory itself was replaced (a symlink or a rename onto it)", note)
 		}
+		key := p + "\x00" + s.actorKey(e)
+		if refused {
+			// Nothing landed: the attempt is the finding, at medium at most.
+			if level.Rank() > SeverityMedium.Rank() {
+				level = SeverityMedium
+			}
+			note = joinNote(fmt.Sprintf("attempted: the kernel refused it (%d), nothing was written", *e.Result), note)
+			key += "\x00refused"
+		}
 		call, who := s.actor(e)
-		g.add(p+"\x00"+s.actorKey(e), func() *accessGroup {
+		g.add(key, func() *accessGroup {
 			return &accessGroup{path: p, who: who, call: call, sev: level, note: note}
 		}, e.Seq)
 	}

@@ -217,3 +217,51 @@ func TestPersistenceByClass(t *testing.T) {
 		},
 	})
 }
+
+// TestRefusedFootholds: an unprivileged tree reaching for a system
+// persistence or privilege file shows its intent though the kernel
+// refused it (medium, and said); polygraph's own record of trusted
+// programs, wherever its home is, written by the tree is high; a refused
+// read or a refused write elsewhere is nothing.
+func TestRefusedFootholds(t *testing.T) {
+	const pins = "/var/lib/polygraph/integrity/pins.json"
+	runCases(t, []ruleCase{
+		{
+			name: "refused writes to sudoers and profile.d",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/kestrel")
+				b.shell("t1", "echo x > /etc/sudoers.d/x; echo y > /etc/profile.d/y.sh")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				sh.openFail("/etc/sudoers.d/x", "write,create", 13)
+				sh.openFail("/etc/profile.d/y.sh", "write,create", 13)
+				sh.openFail("/etc/shadow", "read", 13)
+				sh.openFail("/opt/app/data", "write,create", 13)
+			},
+			want: []string{"medium persistence", "medium privilege-escalation"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.Rule != "sensitive-read" && (!strings.Contains(f.Detail, "refused it (-13)") || f.ToolCallID != "t1") {
+						t.Errorf("finding %+v, want the refusal said, on t1", f)
+					}
+				}
+			},
+		},
+		{
+			name: "the pin file written, and a refused attempt at the first-seen file",
+			build: func(b *builder) {
+				b.trust = []string{pins, "/var/lib/polygraph/integrity/seen.json"}
+				ag := b.agent(100, "/usr/local/bin/kestrel")
+				b.shell("t1", "cp p.json "+pins)
+				sh := ag.spawn(200, "t1", "/usr/bin/cp", "cp", "p.json", pins)
+				sh.open(pins, "write,create")
+				sh.openFail("/var/lib/polygraph/integrity/seen.json", "write", 13)
+			},
+			want: []string{"high sandbox-tamper", "medium sandbox-tamper"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, "polygraph's own store") || !strings.Contains(fs[1].Detail, "refused it, -13") {
+					t.Errorf("findings %+v", fs)
+				}
+			},
+		},
+	})
+}

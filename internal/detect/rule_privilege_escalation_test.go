@@ -44,6 +44,23 @@ func TestPrivilegeAttrs(t *testing.T) {
 			want: []string{"high privilege-escalation", "medium privilege-escalation"},
 		},
 		{
+			// CI runners and sandboxes put HOME under /tmp: a home is not
+			// scratch space, while /tmp beside it still is.
+			name: "an ACL and an owner change in a home under /tmp",
+			build: func(b *builder) {
+				const h = "/tmp/ci-1/home"
+				b.homes = append(b.homes, h)
+				ag := b.agent(100, "/usr/local/bin/claude").home(h)
+				b.shell("t1", "setfacl -m u:nobody:rw ~/.ssh/authorized_keys; chown 65534 ~/.local/share/x/tool.sh /tmp/ci-1/scratch")
+				sf := ag.spawn(200, "t1", "/usr/bin/setfacl", "setfacl", "-m", "u:nobody:rw", h+"/.ssh/authorized_keys").home(h)
+				sf.attr(event.KindXattr, h+"/.ssh/authorized_keys", &event.Attr{XattrName: "system.posix_acl_access", XattrOp: "set"}, 0)
+				ch := ag.spawn(201, "t1", "/usr/bin/chown", "chown", "65534", h+"/.local/share/x/tool.sh").home(h)
+				ch.attr(event.KindChown, h+"/.local/share/x/tool.sh", &event.Attr{Owner: event.Ptr(uint32(65534))}, 0)
+				ch.attr(event.KindChown, "/tmp/ci-1/scratch", &event.Attr{Owner: event.Ptr(uint32(65534))}, 0)
+			},
+			want: []string{"medium privilege-escalation", "medium privilege-escalation"},
+		},
+		{
 			name: "owners and ACLs in the project are its own business",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

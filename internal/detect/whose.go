@@ -242,11 +242,24 @@ func (s *facts) shadowed(mod, cwd string) bool {
 var tempRoots = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/user"}
 
 // temporary reports whether p is in a temporary directory and not in the
-// workspace.
+// workspace, nor in a home a process of the session had: a home is a
+// home wherever it lies (CI runners and sandboxes put HOME under /tmp),
+// and what is planted there runs for its user like any other.
 func (s *facts) temporary(p string) bool {
 	for _, r := range tempRoots {
 		if under(p, r) {
-			return !s.inWorkspace(p)
+			return !s.inWorkspace(p) && !s.inHome(p)
+		}
+	}
+	return false
+}
+
+// inHome reports whether p is in one of the homes the session's
+// processes had.
+func (s *facts) inHome(p string) bool {
+	for _, h := range s.homes {
+		if h != "" && h != "/" && under(p, h) {
+			return true
 		}
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -35,6 +36,9 @@ type Options struct {
 	MaxSize int64
 	// Now stamps first sightings; default time.Now.
 	Now func() time.Time
+	// Session names the recorded session whose execs are checked, in the
+	// taints it leaves (taint.go).
+	Session string
 }
 
 // Checker judges execs. It is safe for concurrent use; the Pool runs it
@@ -46,6 +50,11 @@ type Checker struct {
 	loc   *locator
 	pins  map[string]Pin
 	seen  map[string]Seen // the host's sightings before this session
+	// taints are the trusted-source files a traced session rewrote that
+	// still stand as it left them; pinTaint is the pin file's, when it is
+	// one (its pins are then not used).
+	taints   map[string]Taint
+	pinTaint *Taint
 
 	mu       sync.Mutex
 	observed map[string]Seen    // sightings of this session, merged on Flush
@@ -86,6 +95,9 @@ func New(opts Options) (*Checker, error) {
 			return nil, err
 		}
 		if c.seen, err = opts.Store.Seen(opts.Host); err != nil {
+			return nil, err
+		}
+		if err := c.loadTaints(opts.Store); err != nil {
 			return nil, err
 		}
 	}
@@ -275,9 +287,37 @@ func (c *Checker) evaluate(path string, d digest, md5 func() (string, error)) Ve
 	return v
 }
 
+// loadTaints reads the store's taints, keeps those that still hold, and
+// stops using the pin and first-seen files a traced session rewrote.
+func (c *Checker) loadTaints(st *Store) error {
+	all, err := st.Taints()
+	if err != nil {
+		return err
+	}
+	c.taints = map[string]Taint{}
+	for p, t := range all {
+		if t.holds(p) {
+			c.taints[p] = t
+		}
+	}
+	if t, ok := c.taints[filepath.Join(st.Dir, PinsFile)]; ok {
+		c.pinTaint = &t
+		slog.Warn("integrity: " + t.reason("the pin file "+filepath.Join(st.Dir, PinsFile)) + "; its pins are not used until `polygraph integrity pin` writes it again")
+	}
+	if t, ok := c.taints[filepath.Join(st.Dir, SeenFile)]; ok {
+		c.seen = nil
+		slog.Warn("integrity: " + t.reason("the first-seen file "+filepath.Join(st.Dir, SeenFile)) + "; earlier sightings are not used")
+	}
+	return nil
+}
+
 func (c *Checker) byPin(v *Verdict) bool {
 	p, ok := c.pins[v.Path]
 	if !ok {
+		return false
+	}
+	if c.pinTaint != nil {
+		v.Reason = c.pinTaint.reason("the pin file")
 		return false
 	}
 	v.Source, v.Since = SourcePin, p.PinnedAt
@@ -308,6 +348,10 @@ func (c *Checker) byDpkg(v *Verdict, md5 func() (string, error)) bool {
 	expected := ""
 	for i, s := range sums {
 		if s == sum {
+			if t, ok := c.taints[filepath.Join(c.opts.DpkgDir, pkgs[i]+".md5sums")]; ok {
+				v.Package, v.Reason = pkgs[i], t.reason("dpkg's checksums of "+pkgs[i])
+				return false
+			}
 			v.Status, v.Source, v.Package = Verified, SourceDpkg, pkgs[i]
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -26,9 +27,12 @@ const (
 // writer, which stores them beside the events, and the live analysis. A
 // nil *SessionCheck (checking off, or unavailable) does nothing.
 type SessionCheck struct {
-	pool   *Pool
-	w      VerdictSink
-	cancel context.CancelFunc
+	pool    *Pool
+	w       VerdictSink
+	cancel  context.CancelFunc
+	st      *Store
+	taint   *taintWatch
+	session string
 }
 
 // VerdictSink takes the verdicts of a session's execs as the session
@@ -76,7 +80,10 @@ func StartSession(ctx context.Context, home string, opts Options, w VerdictSink)
 	// exec (a no-op when WarmDpkg or an earlier session built it).
 	c.warmDpkg()
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	x := &SessionCheck{w: w, cancel: cancel}
+	x := &SessionCheck{w: w, cancel: cancel, st: opts.Store, session: opts.Session, taint: &taintWatch{dpkgDir: c.opts.DpkgDir}}
+	if opts.Store != nil {
+		x.taint.store = opts.Store.Dir
+	}
 	x.pool = c.Start(hctx, sessionWorkers, sessionQueue, x.store)
 	return x
 }
@@ -84,7 +91,11 @@ func StartSession(ctx context.Context, home string, opts Options, w VerdictSink)
 // Submit queues an exec event (other events are ignored); it never
 // blocks: a full queue stores the exec as unavailable.
 func (x *SessionCheck) Submit(ev *event.Event) {
-	if x == nil || ev.Kind != event.KindExec || ev.Process == nil {
+	if x == nil {
+		return
+	}
+	if ev.Kind != event.KindExec || ev.Process == nil {
+		x.taint.observe(ev)
 		return
 	}
 	x.pool.Submit(Request{ExecID: ev.ExecID, PID: ev.PID, Path: ev.Path, Argv: ev.Argv(), Cwd: ev.Cwd(), Script: ev.Script()})
@@ -115,5 +126,32 @@ func (x *SessionCheck) Close() {
 	defer x.cancel()
 	if err := x.pool.Close(); err != nil {
 		slog.Warn("integrity: saving first-seen hashes", "error", err)
+	}
+	x.saveTaints()
+}
+
+// TrustFiles are the files the session's verdicts rest on that a traced
+// tree could write: the store's pin and first-seen files (dpkg's are
+// the policy's privilege paths already).
+func (x *SessionCheck) TrustFiles() []string {
+	if x == nil || x.st == nil {
+		return nil
+	}
+	return []string{filepath.Join(x.st.Dir, PinsFile), filepath.Join(x.st.Dir, SeenFile)}
+}
+
+// saveTaints records in the store the trusted-source files the tree
+// wrote, so later sessions do not trust them.
+func (x *SessionCheck) saveTaints() {
+	t := x.taint.taints(x.session, time.Now())
+	if len(t) == 0 {
+		return
+	}
+	if x.st == nil {
+		slog.Warn("integrity: the traced tree rewrote trusted sources, and no store can remember it", "files", len(t))
+		return
+	}
+	if err := x.st.AddTaints(t); err != nil {
+		slog.Warn("integrity: remembering the trusted sources the tree rewrote", "error", err)
 	}
 }

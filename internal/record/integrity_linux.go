@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/polygraph/polygraph/internal/integrity"
+	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/sensor"
 )
 
@@ -16,11 +17,11 @@ import (
 
 // startExecCheck starts checking the execs of the session w records; nil
 // (which does nothing) when checking is off.
-func startExecCheck(ctx context.Context, o Options, cwd string, w integrity.VerdictSink) *integrity.SessionCheck {
+func startExecCheck(ctx context.Context, o Options, meta manifest.Meta, w integrity.VerdictSink) *integrity.SessionCheck {
 	if o.NoIntegrity {
 		return nil
 	}
-	return integrity.StartSession(ctx, o.Home, integrity.Options{Workspaces: []string{cwd}, PATH: tracedPATH(o)}, w)
+	return integrity.StartSession(ctx, o.Home, integrity.Options{Workspaces: []string{meta.Cwd}, PATH: tracedPATH(o), Session: meta.ID}, w)
 }
 
 // tracedPATH is the PATH the traced command resolves programs with: the

@@ -35,7 +35,8 @@ func startPipeline(ctx context.Context, o Options, w *session.Writer) *pipe {
 		p.live = analysis.StartLive(context.WithoutCancel(ctx), w.Meta(), lo)
 		sinks = append(sinks, p.live)
 	}
-	p.checks = startExecCheck(ctx, o, w.Meta().Cwd, sinks)
+	p.checks = startExecCheck(ctx, o, w.Meta(), sinks)
+	w.SetTrustFiles(p.checks.TrustFiles())
 	p.bus.Tap("integrity", p.checks.Submit)
 	if p.live != nil {
 		p.bus.Attach(liveListener, p.live, 0)

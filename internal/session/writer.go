@@ -346,6 +346,15 @@ func (w *Writer) SetUnavailable(features []string) {
 	w.dirty = true
 }
 
+// SetTrustFiles records the files the session's exec verdicts rest on
+// (manifest.Meta.TrustFiles).
+func (w *Writer) SetTrustFiles(files []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.meta.TrustFiles = slices.Clone(files)
+	w.dirty = true
+}
+
 // SetRepeats records the sensor's count of repeated guarded opens per
 // file (manifest.Meta.Repeats).
 func (w *Writer) SetRepeats(r []manifest.Repeat) {

@@ -52,8 +52,9 @@ func (w *watcher) record(meta manifest.Meta, path, transcript string) (*recordin
 		EngineOptions: analysis.EngineOptions{Policy: w.o.Policy, Transcript: transcript, Home: w.o.Home},
 		Meta:          sw.Meta, Sinks: append([]analysis.Sink{analysis.StreamSink{W: w.out}}, w.o.Sinks...)})
 	if path != "" {
-		r.check = integrity.StartSession(w.ctx, w.o.Home, integrity.Options{Workspaces: []string{meta.Cwd}, PATH: path},
+		r.check = integrity.StartSession(w.ctx, w.o.Home, integrity.Options{Workspaces: []string{meta.Cwd}, PATH: path, Session: meta.ID},
 			integrity.Fan{sw, r.live})
+		sw.SetTrustFiles(r.check.TrustFiles())
 		r.bus.Tap("integrity", r.check.Submit)
 	}
 	r.bus.Attach(liveListener, r.live, 0)
