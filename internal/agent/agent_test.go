@@ -78,9 +78,9 @@ func TestProfilesComplete(t *testing.T) {
 // no model API host in the egress allowlist); every other named agent has
 // them all.
 var lacking = map[string][]string{
-	// It runs its actions with subprocess, reads no project files, has no
-	// sandbox and talks to whatever model API litellm is configured for.
-	"mini-swe-agent": {"Wrappers", "ConfigDirs", "InstructionFiles", "SandboxSettings", "EndpointVars", "Hosts"},
+	// It runs its actions with subprocess, reads no project files and
+	// talks to whatever model API litellm is configured for.
+	"mini-swe-agent": {"Wrappers", "ConfigDirs", "InstructionFiles", "EndpointVars", "Hosts"},
 }
 
 // nameOf is p's name, "" for no profile.

@@ -4,8 +4,9 @@ package agent
 // minisweagent, that its `mini` script or `python -m minisweagent.run.mini`
 // runs. It runs every action itself with subprocess (/bin/sh -c, no
 // wrapper), reads no project instruction files, has no sandbox of its own
-// and talks to whichever model API litellm is configured for, so its
-// profile has none of those.
+// (only limits and a confirmation mode, in its settings) and talks to
+// whichever model API litellm is configured for, so its profile has none
+// of those.
 func init() {
 	register(&Profile{
 		Name:     "mini-swe-agent",
@@ -28,6 +29,14 @@ func init() {
 		Credentials: []File{
 			// Its API keys, as `mini-extra config` writes them.
 			{Path: "~/.config/mini-swe-agent/.env", Clients: []string{"mini"}},
+		},
+		// What bounds it: the .env also holds its settings (the mode that
+		// asks before each action, cost tracking), and mini.yaml its
+		// agent configuration (step and cost limits, the command
+		// templates it runs).
+		SandboxSettings: []File{
+			{Path: "~/.config/mini-swe-agent/.env", Clients: []string{"mini", "mini-extra"}, Severity: "high"},
+			{Path: "~/.config/mini-swe-agent/mini.yaml", Clients: []string{"mini", "mini-extra"}, Severity: "high"},
 		},
 	})
 }

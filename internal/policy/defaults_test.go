@@ -58,6 +58,9 @@ var wasTamperPaths = []PathRule{
 	{Path: "/etc/gemini-cli/**", Severity: "high"},
 	{Path: ".gemini/settings.json", Clients: []string{"gemini"}, Severity: "medium"},
 	{Path: ".gemini/.env", Clients: []string{"gemini"}, Severity: "medium"},
+	// Added with issue 25: mini-swe-agent's settings and agent configuration.
+	{Path: "~/.config/mini-swe-agent/.env", Clients: []string{"mini", "mini-extra"}, Severity: "high"},
+	{Path: "~/.config/mini-swe-agent/mini.yaml", Clients: []string{"mini", "mini-extra"}, Severity: "high"},
 }
 
 var wasAgentPrograms = []string{"claude", "codex", "gemini", "mini" /* mini-swe-agent's profile */, "opencode", "aider", "cursor-agent", "copilot", "goose", "amp"}
