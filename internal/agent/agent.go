@@ -251,6 +251,42 @@ func Executable(path string, argv []string) (*Profile, bool) {
 	return nil, false
 }
 
+// launchers are the programs that start another with an adjusted
+// environment or priority and then become it (or wait for it): what a
+// session's command names before the agent itself.
+var launchers = []string{"env", "sudo", "doas", "nice", "ionice", "nohup", "setsid", "stdbuf", "timeout", "chrt", "taskset", "runuser", "unbuffer"}
+
+// Launched returns the part of a command line from the program the
+// launchers at its head (env -i PATH=… sudo -u dev nice …) start: past
+// each launcher, its options, its variable assignments and the numbers
+// its options take. A command with no launcher is returned whole.
+func Launched(argv []string) []string {
+	i := 0
+	for i < len(argv) && slices.Contains(launchers, filepath.Base(argv[i])) {
+		i++
+		for i < len(argv) && (strings.HasPrefix(argv[i], "-") || strings.Contains(argv[i], "=") || isNumber(argv[i])) {
+			if a := argv[i]; (a == "-u" || a == "-g" || a == "-C" || a == "-n" || a == "-k" || a == "-s") && i+1 < len(argv) {
+				i++ // an option's value: sudo -u dev, nice -n 5, timeout -k 5
+			}
+			i++
+		}
+	}
+	return argv[min(i, len(argv)):]
+}
+
+func isNumber(s string) bool {
+	s = strings.TrimRight(s, "smhd")
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && r != '.' {
+			return false
+		}
+	}
+	return true
+}
+
 // Programs returns every profile's program names.
 func Programs() []string {
 	var out []string

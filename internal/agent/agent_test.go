@@ -401,3 +401,27 @@ func TestCarried(t *testing.T) {
 		t.Errorf("ShellScript = %q", got)
 	}
 }
+
+// TestLaunched: the program a session's command starts, past env, sudo,
+// nice and timeout with their options, assignments and numbers.
+func TestLaunched(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"/usr/bin/env", "-i", "HOME=/home/dev", "PATH=/usr/bin", "/opt/kestrel/kestrel", "--task", "x"}, []string{"/opt/kestrel/kestrel", "--task", "x"}},
+		{[]string{"sudo", "-u", "dev", "nice", "-n", "5", "timeout", "30m", "claude", "-p", "hi"}, []string{"claude", "-p", "hi"}},
+		{[]string{"node", "/opt/gemini/bundle/gemini.js"}, []string{"node", "/opt/gemini/bundle/gemini.js"}},
+		{[]string{"env"}, []string{}},
+		{nil, []string{}},
+	} {
+		if got := Launched(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("Launched(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if p, ok := Executable("sudo", Launched([]string{"sudo", "-n", "env", "-i", "A=1", "codex", "exec", "x"})); ok || p != nil {
+		t.Errorf("Executable of the launcher itself matched %v", p)
+	}
+	if l := Launched([]string{"sudo", "-n", "env", "-i", "A=1", "codex", "exec", "x"}); len(l) == 0 {
+		t.Fatal("nothing launched")
+	} else if p, ok := Executable(l[0], l); !ok || p.Name != "codex" {
+		t.Errorf("Executable(%q) = %v, want codex", l, p)
+	}
+}

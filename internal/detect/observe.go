@@ -186,7 +186,7 @@ func AgentOf(t *transcript.Transcript, meta manifest.Meta) (name, version string
 	if t != nil && t.Agent != "" {
 		return t.Agent, t.Version
 	}
-	if c := meta.Command; len(c) > 0 {
+	if c := agent.Launched(meta.Command); len(c) > 0 {
 		if p, ok := agent.Executable(c[0], c); ok {
 			return p.Name, ""
 		}

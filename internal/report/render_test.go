@@ -175,6 +175,12 @@ func TestWriteTextPartial(t *testing.T) {
 			"\nUNATTRIBUTED: 3 events, with no transcript to attribute them to (polygraph events s2 lists them)\n",
 			"\nCLAIMS (0)\n",
 		}, []string{"not closed cleanly", "transcript t.jsonl", "UNATTRIBUTED ("}},
+		{"an unknown agent", Build(&manifest.Meta{ID: "s3", CleanClose: true, Command: []string{"/usr/bin/env", "-i", "HOME=/h", "/opt/k/kestrel", "--task", "x"}}, nil, nil, attr, nil), []string{
+			"note: unknown agent: no profile matches `kestrel`, so polygraph knows neither where it keeps its transcript nor its format;",
+		}, []string{"no transcript found"}},
+		{"a known agent without its transcript", Build(&manifest.Meta{ID: "s4", CleanClose: true, Command: []string{"sudo", "-n", "env", "A=1", "claude", "-p", "x"}}, nil, nil, attr, nil), []string{
+			"note: no transcript found for this session",
+		}, []string{"unknown agent"}},
 		{"no session", Build(nil, nil, tr, nil, nil), []string{
 			"note: " + NoKernelNote + "\n",
 			"  transcript t.jsonl (codex, 1 tool calls, 0 claims)\n",

@@ -7,6 +7,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -123,7 +125,12 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 		r.Notes = append(r.Notes, NoKernelNote)
 	}
 	if meta != nil && tr == nil {
-		r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
+		if name, _ := detect.AgentOf(nil, *meta); name == "unknown" && len(agent.Launched(meta.Command)) > 0 {
+			prog := "`" + textsafe.Line(filepath.Base(agent.Launched(meta.Command)[0])) + "`"
+			r.Notes = append(r.Notes, "unknown agent: no profile matches "+prog+", so polygraph knows neither where it keeps its transcript nor its format; every event below its first process is unattributed and judged by what it did alone (pass --transcript FILE if it writes one polygraph reads)")
+		} else {
+			r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
+		}
 	}
 	if meta != nil && meta.InProgress {
 		r.Notes = append(r.Notes, "the session is still being recorded: events after the last flush are not in this report")
