@@ -39,13 +39,31 @@ func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target str
 // copied to a temporary directory and run from there): no new code runs,
 // so neither where the copy lies nor who wrote it says anything.
 func (s *facts) relaunch(e *event.Event) bool {
-	h := e.SHA256()
+	h := s.binaryHash(e)
 	if h == "" || s.tree == nil || e.Script() != "" {
 		return false // an interpreter running a script runs the script's code
 	}
 	return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
-		return im.Exec != nil && im.Exec.SHA256() == h
+		return im.Exec != nil && s.binaryHash(im.Exec) == h
 	})
+}
+
+// binaryHash is the exec-time SHA-256 of exec e's program: the event's
+// own (a stored session's), else its binary verdict's (a live session's
+// events reach the rules before their verdicts are stored with them).
+func (s *facts) binaryHash(e *event.Event) string {
+	if h := e.SHA256(); h != "" {
+		return h
+	}
+	if s.binHash == nil {
+		s.binHash = make(map[string]string, len(s.in.Verdicts))
+		for i := range s.in.Verdicts {
+			if r := &s.in.Verdicts[i]; r.Binary.SHA256 != "" {
+				s.binHash[r.ExecID] = r.Binary.SHA256
+			}
+		}
+	}
+	return s.binHash[e.ExecID]
 }
 
 var reProcFD = regexp.MustCompile(`^/proc/(?:self|thread-self|\d+)/fd/`)

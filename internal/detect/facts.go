@@ -65,6 +65,10 @@ type facts struct {
 	execsInOrder   bool
 	changesInOrder bool
 	paths          pathIndex
+	// binHash is the exec-time hash of each image's program by exec id,
+	// from the verdicts (binaryHash): a live session's exec events do not
+	// carry it, the stored session's do.
+	binHash map[string]string
 	// commands caches the command-set verdicts on exec events, by command
 	// set and exec number.
 	commands [][]int8

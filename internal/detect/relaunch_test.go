@@ -29,6 +29,19 @@ func TestRelaunch(t *testing.T) {
 		{name: "the agent runs another program it wrote", build: session("bb"),
 			want: []string{"low untrusted-binary", "low write-then-exec"}},
 		{
+			// A live session's exec events carry no hash: the verdicts do.
+			name: "the agent runs a copy of itself, hashes from the verdicts",
+			build: func(b *builder) {
+				ag := b.agent(100, "/opt/kestrel/bin/kestrel").
+					judged(integrity.Verdict{Role: integrity.RoleBinary, Path: "/opt/kestrel/bin/kestrel", SHA256: "aa", Status: integrity.Unknown}, nil)
+				ag.own().open(worker, "write,create")
+				w := ag.spawn(101, "", worker, "kestrel-worker").
+					judged(integrity.Verdict{Role: integrity.RoleBinary, Path: worker, SHA256: "aa", Status: integrity.Unknown, Location: &temp}, nil)
+				w.exit(0)
+			},
+			want: nil,
+		},
+		{
 			// bash running a script bash wrote is the script's code, not
 			// bash again, whatever the interpreter's hash.
 			name: "an interpreter's script, same interpreter as the parent",
