@@ -202,6 +202,33 @@ func HasToken(component string) bool {
 	return false
 }
 
+// Owns reports whether a path component names this agent: contains, in
+// any case, one of its Tokens.
+func (p *Profile) Owns(component string) bool {
+	c := strings.ToLower(component)
+	for _, t := range p.Tokens {
+		if strings.Contains(c, strings.ToLower(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasConfigDir reports whether name is one of this agent's
+// configuration directories.
+func (p *Profile) HasConfigDir(name string) bool { return slices.Contains(p.ConfigDirs, name) }
+
+// GenericProfile returns the profile of what agents share (the .agents
+// directory, the ignore files), nil when there is none.
+func GenericProfile() *Profile {
+	for _, p := range registry {
+		if p.Generic {
+			return p
+		}
+	}
+	return nil
+}
+
 // IsConfigDir reports whether name is the name of an agent's
 // configuration directory (".claude").
 func IsConfigDir(name string) bool { return configDirs[name] }

@@ -256,10 +256,34 @@ func processRole(p *lineage.Process, rootArgv []string) (role, string) {
 	return r, detail
 }
 
-// hasAgentToken reports whether a path component names an agent
-// (~/.claude, /etc/codex, $TMPDIR/claude-0, gemini-shell-*): the agent
-// profiles' tokens.
-func hasAgentToken(comp string) bool { return agent.HasToken(comp) }
+// token reports whether a path component names this session's agent
+// (~/.claude, /etc/codex, $TMPDIR/claude-0, gemini-shell-*): its
+// profile's tokens, or, for an agent no profile knows by its files, the
+// name of its program (~/.kestrel, ~/.local/state/kestrel). Another
+// agent's files are not this one's bookkeeping: an agent writing into
+// ~/.claude is judged like any other writer there.
+func (v *env) token(comp string) bool {
+	if v.own != nil && v.own.Owns(comp) {
+		return true
+	}
+	c := strings.ToLower(comp)
+	for _, n := range v.names {
+		if strings.Contains(c, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// configDir reports whether name is a configuration directory of this
+// session's agent, or the one agents share (.agents).
+func (v *env) configDir(name string) bool {
+	if v.own != nil && v.own.HasConfigDir(name) {
+		return true
+	}
+	g := agent.GenericProfile()
+	return g != nil && g.HasConfigDir(name)
+}
 
 // homeConfig are dotfiles in the home directory runtimes and shells read.
 var homeConfig = map[string]bool{
@@ -286,6 +310,11 @@ type env struct {
 	transcript string
 	agentDirs  []string // the agent's data directories (from the transcript's location)
 	install    []string // where the agent's own code lives
+	// own is the session's agent's profile (nil for an agent none
+	// knows); names are the lower-case program names that stand for an
+	// agent no profile knows by its files (ownNames).
+	own   *agent.Profile
+	names []string
 
 	// memo holds bookkeeping's answers, for reads [0] and writes [1]:
 	// an agent opens the same few thousand paths over and over.
@@ -335,12 +364,12 @@ func (v *env) classify(path string, write bool) string {
 	}
 	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for _, c := range comps[:len(comps)-1] {
-		if agent.IsConfigDir(c) {
+		if v.configDir(c) {
 			return "agent-config"
 		}
 	}
 	base := comps[len(comps)-1]
-	if agent.IsConfigDir(base) && !write {
+	if v.configDir(base) && !write {
 		return "agent-config"
 	}
 	if agent.IsInstructionFile(base) && !write {
@@ -356,10 +385,10 @@ func (v *env) classify(path string, write bool) string {
 	if v.home != "" && under(p, v.home) && p != v.home {
 		rel := strings.Split(strings.TrimPrefix(p, v.home+"/"), "/")
 		switch {
-		case strings.HasPrefix(rel[0], ".") && hasAgentToken(rel[0]):
+		case strings.HasPrefix(rel[0], ".") && v.token(rel[0]):
 			return "agent-data"
-		case (rel[0] == ".config" || rel[0] == ".cache") && len(rel) > 1 && hasAgentToken(rel[1]),
-			rel[0] == ".local" && len(rel) > 2 && hasAgentToken(rel[2]):
+		case (rel[0] == ".config" || rel[0] == ".cache") && len(rel) > 1 && v.token(rel[1]),
+			rel[0] == ".local" && len(rel) > 2 && v.token(rel[2]):
 			return "agent-data"
 		case len(rel) == 1 && homeConfig[rel[0]] && !write:
 			return "shell-config"
@@ -373,7 +402,7 @@ func (v *env) classify(path string, write bool) string {
 	// own: /etc/claude-code, /etc/codex, $TMPDIR/claude-0/…, gemini-shell-*.
 	if !under(p, v.cwd) && !under(p, v.home) {
 		for _, c := range comps {
-			if hasAgentToken(c) {
+			if v.token(c) {
 				return "agent-data"
 			}
 		}

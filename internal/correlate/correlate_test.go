@@ -1,9 +1,11 @@
 package correlate
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/fdpath"
 	"github.com/polygraph/polygraph/internal/session"
@@ -434,50 +436,68 @@ func TestSlack(t *testing.T) {
 }
 
 func TestBookkeepingLabels(t *testing.T) {
-	v := &env{home: home, cwd: project, transcript: home + "/.claude/projects/p/s.jsonl",
+	base := env{home: home, cwd: project, transcript: home + "/.claude/projects/p/s.jsonl",
 		agentDirs: []string{"/srv/codexhome"}, install: []string{"/opt/agents/node_modules", "/var/cache/agents/node_modules"}}
 	for _, c := range []struct {
 		path  string
 		write bool
 		want  string
+		agent string // the session's agent ("": Claude Code)
 	}{
-		{home + "/.claude/projects/p/s.jsonl", true, "transcript"},
-		{"/srv/codexhome/auth.json", false, "agent-data"},
-		{"/opt/agents/node_modules/x/index.js", false, "agent-install"},
-		{home + "/.claude.json", true, "agent-data"},
-		{home + "/.gemini/settings.json", false, "agent-config"},
-		{home + "/.config/gemini-cli/x", true, "agent-data"},
-		{project + "/.claude/settings.local.json", true, "agent-config"},
-		{project + "/AGENTS.md", false, "instructions"},
-		{project + "/AGENTS.md", true, ""},
-		{project + "/.git/HEAD", false, "git-metadata"},
-		{project + "/.git/config", true, ""},
-		{home + "/.gitconfig", false, "shell-config"},
-		{"/etc/codex/requirements.toml", false, "agent-data"},
-		{"/tmp/claude-0/tasks/x.output", true, "agent-data"},
-		{"/usr/lib/locale/C.utf8/LC_CTYPE", false, "runtime"},
-		{"/etc", false, "runtime"},
-		{"/etc/passwd", false, "runtime"},
-		{"/etc/shadow", false, ""},
-		{"/etc/hosts", true, ""},
-		{"/dev/null", true, "runtime"},
-		{"/home", false, "directory-walk"},
-		{"/opt", false, "runtime"},
-		{"/var", false, "directory-walk"},
-		{project, false, "directory-walk"},
-		{project + "/src/main.go", false, ""},
-		{project + "/codex-notes.md", false, ""},
-		{home + "/.ssh/id_rsa", false, ""},
-		{home + "/.aws/credentials", false, ""},
-		{home + "/work/openai-keys.txt", false, ""},
-		{home + "/.config/git/config", false, "shell-config"},
-		{home + "/.config", true, "directory-walk"},
-		{home + "/.local/share", true, "directory-walk"},
-		{home + "/.config/mini-swe-agent/.env", false, "agent-data"},
-		{"relative/path", false, ""},
+		{home + "/.claude/projects/p/s.jsonl", true, "transcript", ""},
+		{"/srv/codexhome/auth.json", false, "agent-data", ""},
+		{"/opt/agents/node_modules/x/index.js", false, "agent-install", ""},
+		{home + "/.claude.json", true, "agent-data", ""},
+		{home + "/.gemini/settings.json", false, "agent-config", "gemini"},
+		{home + "/.config/gemini-cli/x", true, "agent-data", "gemini"},
+		// Another agent's files are not this one's bookkeeping.
+		{home + "/.gemini/settings.json", false, "", ""},
+		{home + "/.claude/CLAUDE.md", true, "", "codex"},
+		{home + "/.claude/CLAUDE.md", true, "", "kestrel"},
+		// An agent no profile knows owns what carries its program's name.
+		{home + "/.local/state/kestrel/journal/1.ndjson", true, "agent-data", "kestrel"},
+		{"/tmp/kestrel-rt-1/kestrel-worker", true, "agent-data", "kestrel"},
+		{project + "/.claude/settings.local.json", true, "agent-config", ""},
+		{project + "/AGENTS.md", false, "instructions", ""},
+		{project + "/AGENTS.md", true, "", ""},
+		{project + "/.git/HEAD", false, "git-metadata", ""},
+		{project + "/.git/config", true, "", ""},
+		{home + "/.gitconfig", false, "shell-config", ""},
+		{"/etc/codex/requirements.toml", false, "agent-data", "codex"},
+		{"/etc/codex/requirements.toml", false, "runtime", ""},
+		{"/tmp/claude-0/tasks/x.output", true, "agent-data", ""},
+		{"/usr/lib/locale/C.utf8/LC_CTYPE", false, "runtime", ""},
+		{"/etc", false, "runtime", ""},
+		{"/etc/passwd", false, "runtime", ""},
+		{"/etc/shadow", false, "", ""},
+		{"/etc/hosts", true, "", ""},
+		{"/dev/null", true, "runtime", ""},
+		{"/home", false, "directory-walk", ""},
+		{"/opt", false, "runtime", ""},
+		{"/var", false, "directory-walk", ""},
+		{project, false, "directory-walk", ""},
+		{project + "/src/main.go", false, "", ""},
+		{project + "/codex-notes.md", false, "", ""},
+		{home + "/.ssh/id_rsa", false, "", ""},
+		{home + "/.aws/credentials", false, "", ""},
+		{home + "/work/openai-keys.txt", false, "", ""},
+		{home + "/.config/git/config", false, "shell-config", ""},
+		{home + "/.config", true, "directory-walk", ""},
+		{home + "/.local/share", true, "directory-walk", ""},
+		{home + "/.config/mini-swe-agent/.env", false, "agent-data", "mini-swe-agent"},
+		{"relative/path", false, "", ""},
 	} {
+		v := base
+		switch c.agent {
+		case "kestrel":
+			v.names = []string{"kestrel"}
+		case "":
+			v.own, _ = agent.ByName("claude-code")
+		default:
+			v.own, _ = agent.ByName(c.agent)
+		}
 		if got := v.bookkeeping(c.path, c.write); got != c.want {
-			t.Errorf("bookkeeping(%q, write %v) = %q, want %q", c.path, c.write, got, c.want)
+			t.Errorf("%s: bookkeeping(%q, write %v) = %q, want %q", cmp.Or(c.agent, "claude-code"), c.path, c.write, got, c.want)
 		}
 	}
 }
