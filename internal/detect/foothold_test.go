@@ -236,8 +236,9 @@ func TestRefusedFootholds(t *testing.T) {
 				sh.openFail("/etc/profile.d/y.sh", "write,create", 13)
 				sh.openFail("/etc/shadow", "read", 13)
 				sh.openFail("/opt/app/data", "write,create", 13)
+				sh.openFail("/usr/local/bin/sh", "write,create", 13) // shadowing /usr/bin/sh, refused
 			},
-			want: []string{"medium persistence", "medium privilege-escalation"},
+			want: []string{"medium persistence", "medium persistence", "medium privilege-escalation"},
 			check: func(t *testing.T, fs []Finding) {
 				for _, f := range fs {
 					if f.Rule != "sensitive-read" && (!strings.Contains(f.Detail, "refused it (-13)") || f.ToolCallID != "t1") {

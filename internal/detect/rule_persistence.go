@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"slices"
@@ -82,7 +83,10 @@ var (
 func shadowingPrograms(s *run) []Finding {
 	var g groups
 	for i := range s.byEvent {
-		id := s.byEvent[i].written
+		id, refused := s.byEvent[i].written, false
+		if id < 0 {
+			id, refused = s.refusedChange(i), true
+		}
 		if id < 0 || s.byEvent[i].flags&fOwn != 0 {
 			continue
 		}
@@ -107,8 +111,12 @@ func shadowingPrograms(s *run) []Finding {
 		if by := s.installedBy(e.ExecID, scriptInstallers); by != "" {
 			sev, note = SeverityMedium, note+"; installed by "+by+", which puts its console scripts there"
 		}
+		key := p + "\x00" + s.actorKey(e)
+		if refused {
+			sev, note, key = SeverityMedium, fmt.Sprintf("attempted: the kernel refused it (%d), nothing was written; ", *e.Result)+note, key+"\x00refused"
+		}
 		call, who := s.actor(e)
-		g.add(p+"\x00"+s.actorKey(e), func() *accessGroup {
+		g.add(key, func() *accessGroup {
 			return &accessGroup{path: p, who: who, call: call, sev: sev, note: note}
 		}, e.Seq)
 	}
