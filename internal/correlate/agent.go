@@ -266,9 +266,13 @@ func (v *env) token(comp string) bool {
 	if v.own != nil && v.own.Owns(comp) {
 		return true
 	}
-	c := strings.ToLower(comp)
+	// A program's name is anchored, where a profile's tokens are not: the
+	// component is the name, or starts with it and a separator
+	// (.kestrel, kestrel-rt-1, kestrel.d), never merely holds it
+	// (ci-kestrel-checkout).
+	c := strings.TrimLeft(strings.ToLower(comp), ".")
 	for _, n := range v.names {
-		if strings.Contains(c, n) {
+		if c == n || strings.HasPrefix(c, n) && strings.IndexByte("-_.", c[len(n)]) >= 0 {
 			return true
 		}
 	}

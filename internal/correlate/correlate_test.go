@@ -457,6 +457,8 @@ func TestBookkeepingLabels(t *testing.T) {
 		// An agent no profile knows owns what carries its program's name.
 		{home + "/.local/state/kestrel/journal/1.ndjson", true, "agent-data", "kestrel"},
 		{"/tmp/kestrel-rt-1/kestrel-worker", true, "agent-data", "kestrel"},
+		{"/tmp/ci-kestrel-1/home/.ssh/id_rsa", false, "", "kestrel"},
+		{"/tmp/kestrelx/y", true, "", "kestrel"},
 		{project + "/.claude/settings.local.json", true, "agent-config", ""},
 		{project + "/AGENTS.md", false, "instructions", ""},
 		{project + "/AGENTS.md", true, "", ""},

@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"cmp"
 	"path"
+	"slices"
 	"regexp"
 	"strings"
 
@@ -39,13 +41,36 @@ func execTarget(e *event.Event, lastWrite func(string) *event.Event) (target str
 // copied to a temporary directory and run from there): no new code runs,
 // so neither where the copy lies nor who wrote it says anything.
 func (s *facts) relaunch(e *event.Event) bool {
-	h := s.binaryHash(e)
-	if h == "" || s.tree == nil || e.Script() != "" {
+	if s.tree == nil || e.Script() != "" {
 		return false // an interpreter running a script runs the script's code
 	}
+	if h := s.binaryHash(e); h != "" {
+		return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
+			return im.Exec != nil && s.binaryHash(im.Exec) == h
+		})
+	}
+	// No hash (the file was gone before it could be hashed): the very
+	// file an ancestor ran, by path, with no write to it recorded between
+	// that exec and this one (a /proc/self/exe re-exec).
 	return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
-		return im.Exec != nil && s.binaryHash(im.Exec) == h
+		return im.Exec != nil && im.Exec.Path == e.Path && !s.writtenBetween(e.Path, im.Exec.Seq, e.Seq)
 	})
+}
+
+// writtenBetween reports whether a recorded event wrote or moved a file
+// to path p after seq from and before seq to.
+func (s *facts) writtenBetween(p string, from, to uint64) bool {
+	id := s.pathID(p)
+	if id < 0 {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(s.events, from, func(e *event.Event, seq uint64) int { return cmp.Compare(e.Seq, seq) })
+	for ; i < len(s.events) && s.events[i].Seq < to; i++ {
+		if s.byEvent[i].written == id {
+			return true
+		}
+	}
+	return false
 }
 
 // binaryHash is the exec-time SHA-256 of exec e's program: the event's

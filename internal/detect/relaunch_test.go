@@ -42,6 +42,34 @@ func TestRelaunch(t *testing.T) {
 			want: nil,
 		},
 		{
+			// The engine re-executes /proc/self/exe after the copy ran;
+			// its hash was never taken (the file was gone when the exec
+			// checks got to it): the same path, nothing written to it
+			// since the copy's exec, is the same program.
+			name: "a re-exec of the copy, unhashed",
+			build: func(b *builder) {
+				ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
+				ag.own().open(worker, "write,create")
+				w := ag.spawn(101, "", worker, "kestrel-worker").hash("aa")
+				eng := w.spawn(102, "", worker, "kestrel-engine")
+				eng.exit(0)
+				w.exit(0)
+			},
+			want: nil,
+		},
+		{
+			name: "unhashed, but rewritten between the execs",
+			build: func(b *builder) {
+				ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
+				ag.own().open(worker, "write,create")
+				w := ag.spawn(101, "", worker, "kestrel-worker").hash("aa")
+				w.open(worker, "write")
+				eng := w.spawn(102, "", worker, "kestrel-engine")
+				eng.exit(0)
+			},
+			want: []string{"low write-then-exec"},
+		},
+		{
 			// bash running a script bash wrote is the script's code, not
 			// bash again, whatever the interpreter's hash.
 			name: "an interpreter's script, same interpreter as the parent",
