@@ -12,6 +12,7 @@ type accessGroup struct {
 	note            string
 	seqs            []uint64
 	blocked         bool // the isolation masked it (blocked.go)
+	refused         bool // the kernel refused it: an attempt (refusedChange)
 }
 
 // groups are access groups in the order their first events came.

@@ -90,7 +90,12 @@ type facts struct {
 	accountOf    map[int32]int32
 	ownHomes     int // homes[:ownHomes] are the session's and the HOMEs execs had
 	writtenAt    map[int32]uint64
-	workspace    []string
+	// refused maps an event (by index) whose write, rename or link the
+	// kernel refused for want of permission to the path id it tried to
+	// change: an atomic write's temporary sibling ("f.tmp.123") is read
+	// as its target (refusedChange).
+	refused   map[int32]int32
+	workspace []string
 	progNames    [][]string
 	// secrets are the credential files known by identity, each with the
 	// id of its name, for as long as it stood for it (secrets.go).
@@ -248,6 +253,7 @@ func (s *facts) walk() {
 	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
 	s.paths = newPathIndex()
 	s.writtenAt = map[int32]uint64{}
+	s.refused = map[int32]int32{}
 	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}
@@ -354,6 +360,12 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 		if removed(e) != "" {
 			f.flags |= fRemoved
 		}
+	}
+	if !ok && wt >= 0 && (*e.Result == -13 || *e.Result == -1) {
+		if t := atomicTarget(s.paths.strs[wt]); t != "" {
+			wt = s.addPath(t)
+		}
+		s.refused[i] = wt
 	}
 	if e.Kind == event.KindRename || open && mode.creates {
 		f.flags |= fCreated

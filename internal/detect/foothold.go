@@ -2,6 +2,8 @@ package detect
 
 import (
 	"fmt"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -36,21 +38,30 @@ func (s *facts) footholdChange(i int) int32 {
 // permission (EACCES, EPERM): an unprivileged tree reaching for a system
 // file shows its intent even though nothing landed. -1 for none.
 func (s *facts) refusedChange(i int) int32 {
-	e := s.events[i]
-	if !e.Failed() || *e.Result != -13 && *e.Result != -1 {
-		return -1
+	if id, ok := s.refused[int32(i)]; ok {
+		return id // an open for writing or a rename
 	}
-	switch e.Kind {
-	case event.KindOpen:
-		if e.IsWrite() {
-			return s.byEvent[i].path
-		}
-	case event.KindRename:
-		return s.pathID(e.Path2)
-	case event.KindLink, event.KindChmod:
+	e := s.events[i]
+	if (e.Kind == event.KindLink || e.Kind == event.KindChmod) && e.Failed() && (*e.Result == -13 || *e.Result == -1) {
 		return s.byEvent[i].path
 	}
 	return -1
+}
+
+// reAtomicTemp is an atomic write's temporary sibling of a file: what
+// editors, agents' write tools and package managers write before they
+// rename it onto its name ("f.tmp.29395.e0a1552a", "f.tmp", "f~").
+var reAtomicTemp = regexp.MustCompile(`^(.+?)(?:\.tmp(?:\.[0-9a-zA-Z]+)*|~)$`)
+
+// atomicTarget is the file path p's name stands for when it is an atomic
+// write's temporary sibling, "" otherwise.
+func atomicTarget(p string) string {
+	dir, base := path.Split(p)
+	m := reAtomicTemp.FindStringSubmatch(base)
+	if m == nil || m[1] == "" || m[1] == "." {
+		return ""
+	}
+	return dir + m[1]
 }
 
 // A system package manager installing from the system's repositories
@@ -186,12 +197,12 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 			if level.Rank() > SeverityMedium.Rank() {
 				level = SeverityMedium
 			}
-			note = joinNote(fmt.Sprintf("attempted: the kernel refused it (%d), nothing was written", *e.Result), note)
+			note = joinNote(fmt.Sprintf("the kernel refused it (%d), nothing was written", *e.Result), note)
 			key += "\x00refused"
 		}
 		call, who := s.actor(e)
 		g.add(key, func() *accessGroup {
-			return &accessGroup{path: p, who: who, call: call, sev: level, note: note}
+			return &accessGroup{path: p, who: who, call: call, sev: level, note: note, refused: refused}
 		}, e.Seq)
 	}
 	return &g
@@ -216,6 +227,10 @@ func (s *run) footholdFindings(g *groups, title, what string) []Finding {
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
+		title, what := title, what
+		if x.refused {
+			title, what = strings.TrimSuffix(title, ": ")+" (a refused attempt): ", "was to be changed"
+		}
 		detail := fmt.Sprintf("%s %s, by %s", s.display(x.path), what, x.who)
 		if x.note != "" {
 			detail += ": " + x.note

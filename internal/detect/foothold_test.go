@@ -237,13 +237,20 @@ func TestRefusedFootholds(t *testing.T) {
 				sh.openFail("/etc/shadow", "read", 13)
 				sh.openFail("/opt/app/data", "write,create", 13)
 				sh.openFail("/usr/local/bin/sh", "write,create", 13) // shadowing /usr/bin/sh, refused
+				// A write tool's atomic write: its temporary sibling is refused.
+				sh.openFail("/etc/ld.so.preload.tmp.29395.e0a1552a41e6", "write,create", 13)
 			},
-			want: []string{"medium persistence", "medium persistence", "medium privilege-escalation"},
+			want: []string{"medium persistence", "medium persistence", "medium persistence", "medium privilege-escalation"},
 			check: func(t *testing.T, fs []Finding) {
+				preload := false
 				for _, f := range fs {
 					if f.Rule != "sensitive-read" && (!strings.Contains(f.Detail, "refused it (-13)") || f.ToolCallID != "t1") {
 						t.Errorf("finding %+v, want the refusal said, on t1", f)
 					}
+					preload = preload || strings.HasSuffix(f.Title, "/etc/ld.so.preload")
+				}
+				if !preload {
+					t.Error("no finding names /etc/ld.so.preload, the temporary file's target")
 				}
 			},
 		},

@@ -113,11 +113,11 @@ func shadowingPrograms(s *run) []Finding {
 		}
 		key := p + "\x00" + s.actorKey(e)
 		if refused {
-			sev, note, key = SeverityMedium, fmt.Sprintf("attempted: the kernel refused it (%d), nothing was written; ", *e.Result)+note, key+"\x00refused"
+			sev, note, key = SeverityMedium, fmt.Sprintf("the kernel refused it (%d), nothing was written; ", *e.Result)+note, key+"\x00refused"
 		}
 		call, who := s.actor(e)
 		g.add(key, func() *accessGroup {
-			return &accessGroup{path: p, who: who, call: call, sev: sev, note: note}
+			return &accessGroup{path: p, who: who, call: call, sev: sev, note: note, refused: refused}
 		}, e.Seq)
 	}
 	return s.footholdFindings(&g, "Program shadowed on PATH: ", "was written")
