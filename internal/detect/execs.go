@@ -3,8 +3,8 @@ package detect
 import (
 	"cmp"
 	"path"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"

@@ -96,7 +96,7 @@ type facts struct {
 	// as its target (refusedChange).
 	refused   map[int32]int32
 	workspace []string
-	progNames    [][]string
+	progNames [][]string
 	// secrets are the credential files known by identity, each with the
 	// id of its name, for as long as it stood for it (secrets.go).
 	secrets map[fileID][]secretSpan
