@@ -81,6 +81,7 @@ own status (127 when the command is not found).`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err}
 	})
+	setVersionFlag(root)
 	for _, add := range commands {
 		root.AddCommand(add(opts))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -116,14 +117,13 @@ func New(opts Options) (*Sensor, error) {
 	// Drop the optional programs whose hook this kernel lacks, instead of
 	// failing the whole load.
 	if kspec, err := btf.LoadKernelSpec(); err == nil {
-		for prog, o := range optionalBTF {
-			var td *btf.Typedef
-			if err := kspec.TypeByName(o.target, &td); err != nil {
-				delete(spec.Programs, prog)
-				s.noteUnavailable(o.feature)
-			}
+		drop, lost := missingHooks(kspec)
+		for _, prog := range drop {
+			delete(spec.Programs, prog)
 		}
-		s.probeRing(kspec)
+		for _, f := range lost {
+			s.noteUnavailable(f)
+		}
 	}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
@@ -157,6 +157,24 @@ func New(opts Options) (*Sensor, error) {
 	s.dec.EnvVar = func(pid uint32, name string) string { v, _ := ProcEnv(pid, name); return v }
 	s.dec.Exe = procExe
 	return s, nil
+}
+
+// missingHooks returns the optional programs whose hook this kernel
+// lacks, to drop before loading, and what is lost without them or on an
+// older io_uring (probeRing), as the session's unavailable names it. New
+// and Probe (polygraph --version) both ask it, so the two never disagree.
+func missingHooks(kspec *btf.Spec) (drop, lost []string) {
+	var s Sensor
+	for _, prog := range slices.Sorted(maps.Keys(optionalBTF)) {
+		o := optionalBTF[prog]
+		var td *btf.Typedef
+		if err := kspec.TypeByName(o.target, &td); err != nil {
+			drop = append(drop, prog)
+			s.noteUnavailable(o.feature)
+		}
+	}
+	s.probeRing(kspec)
+	return drop, s.unavailable
 }
 
 func (s *Sensor) noteUnavailable(f string) {
