@@ -1,12 +1,63 @@
-# polygraph — build, test, regenerate the BPF objects.
+# polygraph — build, install, package, test, regenerate the BPF objects.
 GO ?= go
 BIN := bin/polygraph
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test demo bench study generate check-generate vet agents tools fuzz
+# What the build says of itself (polygraph --version): the tag it is at
+# (v1.2.3 -> 1.2.3), else 0.1.0~dev and the commit's date and hash, a
+# version dpkg orders correctly; the commit; its date (not the build's, so
+# the same commit builds the same binary).
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+DATE := $(shell git log -1 --format=%cI 2>/dev/null)
+VERSION ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),0.1.0~dev$(shell git log -1 --format=%cd.%h --date=format:%Y%m%d 2>/dev/null))
+VPKG := github.com/polygraph/polygraph/internal/version
+LDFLAGS := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Commit=$(COMMIT) -X $(VPKG).Date=$(DATE)
 
+# Installation (make install PREFIX=... DESTDIR=...).
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: build install uninstall deb docs test demo bench study generate check-generate vet agents tools fuzz
+
+# The release build: static (CGO_ENABLED=0: the SQLite driver is pure Go),
+# stripped, stamped with its version, reproducible (-trimpath).
 build:
-	$(GO) build -o $(BIN) ./cmd/polygraph
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/polygraph
+
+# The man pages and shell completions, generated from the commands
+# (cmd/polygraph/gendoc.go, built only with the gendoc tag) into build/docs.
+docs:
+	rm -rf build/docs
+	$(GO) run -tags gendoc ./cmd/polygraph __gendoc build/docs
+	gzip -9n build/docs/man1/*.1
+
+# The binary in PREFIX/bin, the systemd unit (ExecStart naming that
+# binary) in PREFIX/lib/systemd/system, the man pages and completions
+# under PREFIX/share: what the .deb holds, at /usr.
+install: build docs
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/polygraph
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/man/man1
+	sed 's#/usr/bin/polygraph#$(PREFIX)/bin/polygraph#' dist/polygraph-watch.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/polygraph-watch.service
+	install -m 0644 build/docs/man1/*.1.gz $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 build/docs/completions/polygraph.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/polygraph
+	install -D -m 0644 build/docs/completions/_polygraph $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_polygraph
+	install -D -m 0644 build/docs/completions/polygraph.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/polygraph.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/polygraph $(DESTDIR)$(PREFIX)/lib/systemd/system/polygraph-watch.service \
+		$(DESTDIR)$(PREFIX)/share/man/man1/polygraph.1.gz $(DESTDIR)$(PREFIX)/share/man/man1/polygraph-*.1.gz \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/polygraph \
+		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_polygraph \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/polygraph.fish
+
+# The Debian package, build/polygraph_VERSION_ARCH.deb, made by nfpm
+# (dist/nfpm.yaml) from its own module (tools/nfpm), so the main go.mod
+# does not carry it. test/package/check.sh installs and removes it.
+GOARCH ?= $(shell $(GO) env GOARCH)
+deb: build docs
+	cp $(BIN) build/polygraph
+	$(GO) -C tools/nfpm build -o ../../build/nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm
+	VERSION='$(VERSION)' GOARCH=$(GOARCH) build/nfpm package --config dist/nfpm.yaml --packager deb --target build/
 
 # The test command (README). Kernel-tier tests need root and skip without
 # it; the end-to-end tests need the agent CLIs, which `agents` installs.
