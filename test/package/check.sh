@@ -14,6 +14,16 @@ deb=$(ls -t build/polygraph_*.deb | head -1)
 echo "package: built $deb ($(du -h "$deb" | cut -f1))"
 if ldd build/polygraph >/dev/null 2>&1; then fail "build/polygraph is dynamically linked: $(ldd build/polygraph | head -3)"; fi
 
+# make install, into a staging root: the binary in PREFIX/bin and the unit
+# naming it.
+stage=$(mktemp -d)
+make -s install PREFIX=/opt/pg DESTDIR="$stage" >/dev/null
+[ -x "$stage/opt/pg/bin/polygraph" ] || fail "make install put no binary in PREFIX/bin"
+grep -q '^ExecStart=/opt/pg/bin/polygraph watch' "$stage/opt/pg/lib/systemd/system/polygraph-watch.service" || fail "make install's unit does not run PREFIX/bin/polygraph"
+[ -s "$stage/opt/pg/share/man/man1/polygraph.1.gz" ] || fail "make install put no man page"
+"$stage/opt/pg/bin/polygraph" --version >/dev/null || fail "the installed binary does not run"
+rm -rf "$stage"
+
 if dpkg -s polygraph >/dev/null 2>&1; then
 	echo "package: polygraph was installed before: removing it first"
 	dpkg -r polygraph >/dev/null
