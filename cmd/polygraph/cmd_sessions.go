@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/agent"
+	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/session"
 	"github.com/polygraph/polygraph/internal/textsafe"
@@ -37,7 +39,9 @@ func newSessionsCommand(g *globalOptions) *cobra.Command {
 		Long: `List the sessions in $POLYGRAPH_HOME (default ~/.local/share/polygraph of the
 invoking user), newest first: id, start time, duration, events recorded,
 events lost, whether polygraph closed the session cleanly, the traced
-command's exit status and the command.
+command's exit status, the agent it ran and its command. The command is
+shown without the launchers in front of it (env -i PATH=… HOME=…, sudo -u,
+nice, timeout): the agent's own command line, as typed after them.
 
 A session still being recorded shows "live" in the CLEAN column (and
 in_progress in --json). One that is not clean and not live was left by a
@@ -45,7 +49,8 @@ polygraph that was killed or crashed; its events up to the last flush are
 still readable. A file that cannot be read at all is listed with the
 reason.
 
-With --json, one JSON object per session per line.`,
+With --json, one JSON object per session per line (the whole command, and
+the agent as "agent").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSessions(cmd.Context(), opts, args, cmd.OutOrStdout())
@@ -73,7 +78,7 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
 		for _, m := range list {
-			if err := enc.Encode(m); err != nil {
+			if err := enc.Encode(listedSession{Meta: m, Agent: sessionAgent(m)}); err != nil {
 				return fmt.Errorf("write: %w", err)
 			}
 		}
@@ -84,23 +89,55 @@ func runSessions(ctx context.Context, opts *sessionsOptions, args []string, stdo
 		return flushOut(out)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tEVENTS\tLOST\tCLEAN\tEXIT\tCOMMAND")
+	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tEVENTS\tLOST\tCLEAN\tEXIT\tAGENT\tCOMMAND")
 	for _, m := range list {
 		started := "-"
 		if !m.StartedAt.IsZero() {
 			started = m.StartedAt.Local().Format("2006-01-02 15:04:05")
 		}
 		if m.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\terror: %s\n", sanitizeLine(m.ID), started, sanitizeLine(m.Error))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\terror: %s\n", sanitizeLine(m.ID), started, sanitizeLine(m.Error))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", sanitizeLine(m.ID), started, sessionDuration(m),
-			m.Events, lostCell(m.Lost), cleanCell(m), exitCell(m.ExitCode), commandCell(m.Command, 60))
+		cmd := m.Command
+		if c := agent.Launched(cmd); len(c) > 0 {
+			cmd = c
+		}
+		ag := sessionAgent(m)
+		if ag == "" {
+			ag = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", sanitizeLine(m.ID), started, sessionDuration(m),
+			m.Events, lostCell(m.Lost), cleanCell(m), exitCell(m.ExitCode), sanitizeLine(ag), commandCell(cmd, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return flushOut(out)
+}
+
+// listedSession is one line of `sessions --json`: the session's metadata
+// and the agent its command runs.
+type listedSession struct {
+	session.Meta
+	Agent string `json:"agent,omitempty"`
+}
+
+// sessionAgent names the agent a session recorded, from its command line
+// as baselines and the report name it (detect.AgentOf, past the
+// launchers; the demo's is its scripted agent), "" when it is none
+// polygraph knows or the session is watch's outsiders.
+func sessionAgent(m session.Meta) string {
+	switch {
+	case m.Mode == "demo":
+		return "polygraph-demo"
+	case m.Outsiders:
+		return ""
+	}
+	if name, _ := detect.AgentOf(nil, m); name != "unknown" {
+		return name
+	}
+	return ""
 }
 
 // flushOut flushes buffered output, reporting a failed write once.

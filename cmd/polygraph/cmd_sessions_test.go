@@ -25,7 +25,7 @@ func TestRunSessionsText(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want a header and 2 rows:\n%s", out.String())
 	}
-	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "ID STARTED DURATION EVENTS LOST CLEAN EXIT COMMAND" {
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "ID STARTED DURATION EVENTS LOST CLEAN EXIT AGENT COMMAND" {
 		t.Errorf("header %q", lines[0])
 	}
 	// The recorded session: started 10:50:12 UTC, closed just now, so
@@ -35,7 +35,7 @@ func TestRunSessionsText(t *testing.T) {
 	if f[0] != m.ID || f[1]+" "+f[2] != started {
 		t.Errorf("row %q: want id %s started %s", lines[1], m.ID, started)
 	}
-	if got := strings.Join(f[4:], " "); got != "7 2 yes 0 npm install 'left pad'" {
+	if got := strings.Join(f[4:], " "); got != "7 2 yes 0 - npm install 'left pad'" {
 		t.Errorf("row %q: columns after the duration %q", lines[1], got)
 	}
 	if !strings.HasPrefix(lines[2], "20261129T000000-dead00") || !strings.Contains(lines[2], "error: open session "+broken+": not a polygraph session file") {
@@ -75,7 +75,7 @@ func TestRunSessionsUnclean(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	f := strings.Fields(lines[1])
-	if f[0] != m.ID || strings.Join(f[3:8], " ") != "- 7 0 no -" {
+	if f[0] != m.ID || strings.Join(f[3:9], " ") != "- 7 0 no - -" {
 		t.Errorf("unclean row %q", lines[1])
 	}
 }
@@ -117,5 +117,39 @@ func TestRunSessionsLive(t *testing.T) {
 		if f := strings.Fields(lines[len(lines)-1]); !json && (len(f) < 7 || f[6] != "live") {
 			t.Errorf("live session row %q, want CLEAN live", lines[len(lines)-1])
 		}
+	}
+}
+
+// TestRunSessionsAgent: a session whose command started the agent through
+// env -i shows the agent and its own command, and --json names the agent
+// beside the whole command line.
+func TestRunSessionsAgent(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("POLYGRAPH_HOME", home)
+	argv := []string{"env", "-i", "PATH=/usr/bin", "HOME=/home/ann", "claude", "-p", "fix the test"}
+	w, err := session.Create(home, session.Meta{Mode: "run", Command: argv, StartedAt: testStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	w.Close(&zero)
+	var out bytes.Buffer
+	if err := runSessions(context.Background(), &sessionsOptions{}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], "claude-code  claude -p 'fix the test'") {
+		t.Errorf("want the agent and its own command:\n%s", out.String())
+	}
+	out.Reset()
+	if err := runSessions(context.Background(), &sessionsOptions{json: true}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Agent   string   `json:"agent"`
+		Command []string `json:"command"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Agent != "claude-code" || len(got.Command) != len(argv) {
+		t.Errorf("--json: %v %s", err, out.String())
 	}
 }
