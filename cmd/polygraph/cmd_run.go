@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +53,7 @@ type reportFlags struct {
 	html        string
 	failOn      string
 	findingsOut string
+	reportOut   string
 	otlp        otlpOptions
 }
 
@@ -56,6 +61,7 @@ func addReportFlags(cmd *cobra.Command, f *reportFlags) {
 	cmd.Flags().StringVar(&f.transcript, "transcript", analysis.TranscriptAuto, "the agent's transcript: auto (discover it), none, or a file")
 	cmd.Flags().StringVar(&f.policy, "policy", "", "policy file (default: the built-in policy)")
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as HTML to this file")
+	cmd.Flags().StringVar(&f.reportOut, "report-out", "", "write the report (text, or JSON with --json) to this file instead of stderr or stdout, so the terminal and pipes carry the command's output alone")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 3 when a finding at or above this severity exists")
 	cmd.Flags().StringVar(&f.findingsOut, "findings-out", "", "judge the session while it runs and append each finding to this file as a JSON line the moment it is decided (- for stdout; docs/schema/findings.v1.json)")
 	addOTLPFlags(cmd.Flags(), &f.otlp, 10*time.Second)
@@ -89,7 +95,9 @@ At exit it prints the report (see 'polygraph report'): the summary, the
 findings, and per tool call what the agent said and what the kernel saw,
 with the agent's transcript discovered automatically (--transcript). The
 report goes to stderr, so CMD's own output stays as it was; with --json the
-report is one JSON document on stdout instead.
+report is one JSON document on stdout instead. --report-out FILE writes it
+(text, or JSON with --json) to FILE and nothing else, so stdout and stderr
+are CMD's alone: polygraph run --report-out r.json --json -- make | less.
 
 Exit status: CMD's own (127 when CMD is not found, 128+N when killed by
 signal N); 3 when --fail-on SEV is given, CMD succeeded and a finding at or
@@ -126,14 +134,22 @@ func runRun(ctx context.Context, opts *runOptions, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
+	var cred *syscall.Credential
+	var env []string
+	if !opts.asRoot {
+		cred, env = sudoCredential()
+	}
+	// A command that is not there is one line and no session: there is
+	// nothing to record, and an empty session would only be noise.
+	if err := commandExists(args[0], env); err != nil {
+		return err
+	}
 	ro := record.Options{
 		Home: home, Mode: "run", Command: args, Linger: opts.linger, Sensor: sensor.Options{RingBytes: ring},
 		KillLeftovers: opts.killLeftovers, KeepCaps: opts.keepCaps, LeaveOnExit: opts.onExit == onExitLeave,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Notices: stderr,
 	}
-	if !opts.asRoot {
-		ro.Credential, ro.Env = sudoCredential()
-	}
+	ro.Credential, ro.Env = cred, env
 	if opts.isolate {
 		pol, err := loadPolicy(opts.policy)
 		if err != nil {
@@ -156,6 +172,15 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	pol, err := loadPolicy(rf.policy) // before recording: a bad policy file should not cost a run
 	if err != nil {
 		return err
+	}
+	// The report file is made before recording too: a path that cannot be
+	// written should not cost a run either.
+	var reportFile *os.File
+	if rf.reportOut != "" {
+		if reportFile, err = os.Create(rf.reportOut); err != nil {
+			return fmt.Errorf("--report-out: %w", err)
+		}
+		defer reportFile.Close()
 	}
 	ro.Started = func(m session.Meta) {
 		fmt.Fprintf(stderr, "polygraph: recording session %s\n", m.ID)
@@ -217,13 +242,20 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 			slog.Warn("the live findings differ from the report's", "session", res.Meta.ID, "difference", diff)
 		}
 	}
+	textOut, jsonOut := stderr, stdout
+	if reportFile != nil {
+		textOut, jsonOut = reportFile, reportFile
+	}
 	if asJSON {
-		err = rep.WriteJSON(stdout)
+		err = rep.WriteJSON(jsonOut)
 	} else {
-		err = rep.WriteText(stderr)
+		err = rep.WriteText(textOut)
+	}
+	if err == nil && reportFile != nil {
+		err = reportFile.Close()
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("write the report: %w", err)
 	}
 	if rf.html != "" {
 		if err := writeReport(rep, "html", rf.html, stdout); err != nil {
@@ -234,6 +266,40 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 		return err
 	}
 	return failOn(rep, rf.failOn)
+}
+
+// commandExists checks, before anything is recorded, that name is a
+// command the shim will find: a path to an executable file, or a name on
+// the PATH of env (the command's environment; polygraph's own when nil),
+// as exec.LookPath would find it there. Only a command that is plainly
+// missing fails here (exit 127, as a shell says it); anything subtler is
+// the shim's to report.
+func commandExists(name string, env []string) error {
+	missing := &exitError{code: 127, err: fmt.Errorf("%s: command not found (nothing recorded)", name)}
+	if strings.Contains(name, "/") {
+		if _, err := os.Stat(name); errors.Is(err, os.ErrNotExist) {
+			return missing
+		}
+		return nil
+	}
+	pathVar := os.Getenv("PATH")
+	if env != nil {
+		pathVar = ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				pathVar = v // the last one wins, as exec's environment has it
+			}
+		}
+	}
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" {
+			dir = "."
+		}
+		if _, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return nil
+		}
+	}
+	return missing
 }
 
 // reportContext is the context of the report that follows a recording.

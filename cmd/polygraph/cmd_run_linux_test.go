@@ -68,20 +68,59 @@ func TestRunExitStatusAndSummary(t *testing.T) {
 	}
 }
 
+// TestRunCommandNotFound: a command that is not there is one line, exit
+// 127, and no session (the check comes before loading anything, so it
+// needs no root).
 func TestRunCommandNotFound(t *testing.T) {
+	home := t.TempDir()
+	for _, name := range []string{"no-such-command-polygraph", "/no/such/dir/cmd", "./no-such-file"} {
+		cmd := polygraphCmd(t, home, "run", "--linger", "0s", "--", name, "arg")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if code := exitCodeOf(t, cmd.Run()); code != 127 {
+			t.Fatalf("%s: exit = %d, want 127; stderr %s", name, code, stderr.String())
+		}
+		if want := "polygraph: " + name + ": command not found (nothing recorded)\n"; stderr.String() != want || stdout.Len() != 0 {
+			t.Errorf("%s: stderr %q, stdout %q: want only %q", name, stderr.String(), stdout.String(), want)
+		}
+	}
+	if list, _ := session.List(home); len(list) != 0 {
+		t.Errorf("want no session, got %d", len(list))
+	}
+}
+
+// TestRunReportOut: with --report-out, stdout and stderr carry the
+// command's output (and the one line naming the session), the report is
+// in the file, JSON with --json.
+func TestRunReportOut(t *testing.T) {
 	testenv.RequireRoot(t)
 	home := t.TempDir()
-	cmd := polygraphCmd(t, home, "run", "--linger", "0s", "--", "no-such-command-polygraph")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if code := exitCodeOf(t, cmd.Run()); code != 127 {
-		t.Fatalf("exit = %d, want 127", code)
-	}
-	if !strings.Contains(stderr.String(), "no-such-command-polygraph: command not found") {
-		t.Errorf("stderr: %s", stderr.String())
-	}
-	if list, _ := session.List(home); len(list) != 1 {
-		t.Errorf("want the session written all the same, got %d", len(list))
+	for _, asJSON := range []bool{false, true} {
+		file := filepath.Join(t.TempDir(), "report")
+		args := []string{"run", "--linger", "0s", "--report-out", file}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		cmd := polygraphCmd(t, home, append(args, "--", "sh", "-c", "echo out; echo err >&2")...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v; stderr %s", args, err, stderr.String())
+		}
+		if stdout.String() != "out\n" {
+			t.Errorf("%v: stdout %q, want the command's alone", args, stdout.String())
+		}
+		if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 2 || lines[1] != "err" ||
+			!strings.HasPrefix(lines[0], "polygraph: recording session ") {
+			t.Errorf("%v: stderr %q, want the session line and the command's", args, stderr.String())
+		}
+		rep, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asJSON && !bytes.HasPrefix(rep, []byte("{")) || !asJSON && !bytes.Contains(rep, []byte("polygraph: session ")) {
+			t.Errorf("%v: the report file starts %q", args, rep[:min(len(rep), 40)])
+		}
 	}
 }
 
