@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/stores"
 
 	"github.com/spf13/cobra"
@@ -202,7 +203,7 @@ func writeProfile(w io.Writer, p *baseline.Profile) {
 		if k.Sessions < baseline.MinSessions {
 			judged = fmt.Sprintf(" (not judged before %d sessions)", baseline.MinSessions)
 		}
-		fmt.Fprintf(w, "\n%s: %d sessions, %d calls%s\n", textsafe.Line(kind), k.Sessions, k.Calls, judged)
+		fmt.Fprintf(w, "\n%s: %s, %s%s\n", textsafe.Line(kind), human.Count(k.Sessions, "session", "sessions"), human.Count(k.Calls, "call", "calls"), judged)
 		rate := func(name string, v []float64) {
 			if len(v) > 0 {
 				med, mad := baseline.MedianMAD(v)

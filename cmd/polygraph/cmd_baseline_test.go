@@ -33,7 +33,7 @@ func TestBaselineVerbs(t *testing.T) {
 	if err := runBaselineShow(ctx, &baselineOptions{}, []string{"unknown"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"baseline unknown: 1 sessions", "none: 1 sessions", "programs               npm (1)", "writes in              ~/p (1)"} {
+	for _, want := range []string{"baseline unknown: 1 sessions", "none: 1 session", "programs               npm (1)", "writes in              ~/p (1)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show unknown lacks %q:\n%s", want, out.String())
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/stores"
 
 	"github.com/spf13/cobra"
@@ -115,7 +116,7 @@ func runEvents(ctx context.Context, opts *eventsOptions, args []string, stdout, 
 		fmt.Fprintf(stderr, "polygraph: warning: session %s was not closed cleanly (polygraph was killed or crashed); events up to the last flush are shown\n", id)
 	}
 	if n := lostTotal(m.Lost); n > 0 {
-		fmt.Fprintf(stderr, "polygraph: warning: %d events were lost while recording (%s); the timeline has gaps\n", n, textsafe.Line(lostDetail(m.Lost)))
+		fmt.Fprintf(stderr, "polygraph: warning: %s lost while recording (%s); the timeline has gaps\n", human.Count(n, "event was", "events were"), textsafe.Line(lostDetail(m.Lost)))
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/stores"
 
 	"github.com/polygraph/polygraph/internal/accounts"
@@ -156,7 +157,7 @@ func writeTranscriptTable(w io.Writer, t *transcript.Transcript) error {
 	if !t.StartedAt.IsZero() {
 		span = t.StartedAt.Local().Format("2006-01-02 15:04:05") + " – " + t.EndedAt.Local().Format("15:04:05") + ", "
 	}
-	fmt.Fprintf(w, "%s%d tool calls, %d claims", span, len(t.ToolCalls), len(t.Claims))
+	fmt.Fprintf(w, "%s%s, %s", span, human.Count(len(t.ToolCalls), "tool call", "tool calls"), human.Count(len(t.Claims), "claim", "claims"))
 	if len(t.Subagents) > 0 {
 		fmt.Fprintf(w, ", %d subagent files", len(t.Subagents))
 	}

@@ -114,7 +114,7 @@ func TestRunTranscriptTable(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"claude-code 2.0.28  session c0de2000-aaaa-4bbb-8ccc-000000000002  cwd /work/app",
-		"7 tool calls, 1 claims, 1 subagent files",
+		"7 tool calls, 1 claim, 1 subagent files",
 		"TIME", "KIND", "npm run dev", "polls toolu_srv", "pip install requests", "tests-ran",
 	} {
 		if !strings.Contains(got, want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
 )
@@ -67,7 +68,7 @@ func massPublish(s *run) []Finding {
 			bytes += u.sent
 		}
 		parts = append(parts, fmt.Sprintf("%s sent %s out (%s)", plural(U, "process that read a package artifact", "processes that read package artifacts"),
-			bytesize(bytes), list(shown, 5)))
+			human.Bytes(bytes), list(shown, 5)))
 	}
 	if A > 0 {
 		var shown []string
@@ -78,7 +79,7 @@ func massPublish(s *run) []Finding {
 		parts = append(parts, fmt.Sprintf("%s built (%s)", plural(A, "package artifact was", "package artifacts were"), list(shown, 5)))
 	}
 	if sent > 0 {
-		parts = append(parts, fmt.Sprintf("%s was sent to registry hosts (an install sends far less; threshold %s)", bytesize(sent), bytesize(th.RegistryBytesSent)))
+		parts = append(parts, fmt.Sprintf("%s was sent to registry hosts (an install sends far less; threshold %s)", human.Bytes(sent), human.Bytes(th.RegistryBytesSent)))
 		evidence = append(evidence, netSeqs...)
 	}
 	call, byCall := publishCalls(calls)

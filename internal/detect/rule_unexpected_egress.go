@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -115,14 +116,14 @@ func egressCandidate(s *run, i int) (send string, ok bool) {
 		if len(s.dnsByPID[e.PID]) > 0 || s.sentTo[e.PID] || s.accepted[e.PID] || s.agentOwn(e) {
 			return "", false
 		}
-		return bytesize(e.BytesSent()) + " sent on an unconnected socket", true
+		return human.Bytes(e.BytesSent()) + " sent on an unconnected socket", true
 	case f.flags&fNetSent != 0 && (e.Family() == "ipv4" || e.Family() == "ipv6"):
 		if s.connected[peerKey(e)] || isLoopback(e.Addr()) || s.accepted[e.PID] {
 			// What a connect already shows, a server's replies, or a send
 			// whose destination the socket did not record.
 			return "", false
 		}
-		return bytesize(e.BytesSent()) + " sent", true
+		return human.Bytes(e.BytesSent()) + " sent", true
 	case e.Kind == event.KindDNS && e.Addr() != "" && !s.connected[peerKey(e)]:
 		if e.QName() == "" {
 			return "data to port 53 that is not a DNS query", true

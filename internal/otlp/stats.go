@@ -3,6 +3,8 @@ package otlp
 import (
 	"fmt"
 	"strings"
+
+	"github.com/polygraph/polygraph/internal/human"
 )
 
 // Stats counts what an exporter did with what it was given: every span
@@ -60,7 +62,7 @@ func (s Stats) String() string {
 	spooled := s.Spans.Spooled + s.Logs.Spooled
 	if s.Spans.Sent > 0 || s.Logs.Sent > 0 || spooled == 0 {
 		p := fmt.Sprintf("sent %s and %s to %s (%d requests, %s)", plural(s.Spans.Sent, "span"),
-			plural(s.Logs.Sent, "log record"), s.Endpoint, s.Requests, sizeText(s.WireBytes))
+			plural(s.Logs.Sent, "log record"), s.Endpoint, s.Requests, human.Bytes(s.WireBytes))
 		if s.Adopted > 0 {
 			p += fmt.Sprintf(", with %d requests left by an earlier run", s.Adopted)
 		}
@@ -96,14 +98,4 @@ func plural(n int64, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
@@ -20,7 +21,7 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 		b.WriteString(", own PID namespace")
 	}
 	if iso.MemoryMax > 0 {
-		fmt.Fprintf(b, ", memory ≤ %s", bytesText(iso.MemoryMax))
+		fmt.Fprintf(b, ", memory ≤ %s", human.Bytes(iso.MemoryMax))
 	}
 	if iso.PidsMax > 0 {
 		fmt.Fprintf(b, ", pids ≤ %d", iso.PidsMax)
@@ -63,22 +64,9 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 	if u := iso.Usage; u != nil {
 		fmt.Fprintf(b, "  resources  cpu %v user, %v system; memory peak %s; io %s read, %s written; pids peak %d\n",
 			time.Duration(u.CPUUserNS).Round(time.Millisecond), time.Duration(u.CPUSystemNS).Round(time.Millisecond),
-			bytesText(u.MemoryPeak), bytesText(u.IORead), bytesText(u.IOWrite), u.PidsPeak)
+			human.Bytes(u.MemoryPeak), human.Bytes(u.IORead), human.Bytes(u.IOWrite), u.PidsPeak)
 		if len(u.Missing) > 0 {
 			fmt.Fprintf(b, "             not accounted here: %s\n", strings.Join(u.Missing, ", "))
 		}
 	}
-}
-
-// bytesText renders a byte count for people.
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

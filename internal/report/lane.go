@@ -9,6 +9,7 @@ import (
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -162,15 +163,15 @@ func (t *Timeline) lane(row *CallRow, a *correlate.CallActivity, attr *correlate
 				pr.CPU = time.Duration(c).Round(100 * time.Microsecond).String()
 			}
 			if m := lp.exit.MaxRSSKB(); m > 0 {
-				pr.RSS = bytesText(int64(m) << 10)
+				pr.RSS = human.Bytes(int64(m) << 10)
 			}
-			pr.Read, pr.Wrt = bytesText(int64(lp.exit.ReadBytes())), bytesText(int64(lp.exit.WriteBytes()))
+			pr.Read, pr.Wrt = human.Bytes(int64(lp.exit.ReadBytes())), human.Bytes(int64(lp.exit.WriteBytes()))
 		}
 		row.Procs = append(row.Procs, pr)
 	}
 	lane.Rows = min(len(rows), maxBars)
 	if ioRead+ioWrite > 0 {
-		row.IO = fmt.Sprintf("read %s, wrote %s", bytesText(int64(ioRead)), bytesText(int64(ioWrite)))
+		row.IO = fmt.Sprintf("read %s, wrote %s", human.Bytes(int64(ioRead)), human.Bytes(int64(ioWrite)))
 	}
 	// The events of one kind on one bar are one SVG path of short
 	// marks, one a stretch of markWidth, with one hover text saying how

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/polygraph/polygraph/internal/human"
 )
 
 // assets are the pages' templates, style sheet and script: embedded, so
@@ -109,7 +111,7 @@ func (c *CallRow) KernelLine() string {
 	}
 	var parts []string
 	if k.Processes > 0 {
-		s := fmt.Sprintf("%d processes", k.Processes)
+		s := human.Count(k.Processes, "process", "processes")
 		if k.Processes == 1 {
 			s = "1 process"
 		}
@@ -136,7 +138,7 @@ func (c *CallRow) KernelLine() string {
 		parts = append(parts, "looked up "+listed(k.DNS, 2))
 	}
 	if k.Late > 0 {
-		parts = append(parts, fmt.Sprintf("%d events after it returned", k.Late))
+		parts = append(parts, human.Count(k.Late, "event", "events")+" after it returned")
 	}
 	if len(k.Integrity) > 0 {
 		parts = append(parts, "integrity: "+integrityLine(k.Integrity))

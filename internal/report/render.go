@@ -10,6 +10,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
@@ -144,7 +145,7 @@ func (r *Report) textHeader(b *strings.Builder) {
 		r.Summary.WriteText(b) // a strings.Builder never fails
 	}
 	if r.Transcript != nil {
-		fmt.Fprintf(b, "  transcript %s (%s, %d tool calls, %d claims", textsafe.Line(r.Transcript.Path), textsafe.Line(r.Transcript.Agent), len(r.ToolCalls), len(r.Claims))
+		fmt.Fprintf(b, "  transcript %s (%s, %s, %s", textsafe.Line(r.Transcript.Path), textsafe.Line(r.Transcript.Agent), human.Count(len(r.ToolCalls), "tool call", "tool calls"), human.Count(len(r.Claims), "claim", "claims"))
 		if r.Transcript.Warnings > 0 {
 			fmt.Fprintf(b, ", %d unreadable lines", r.Transcript.Warnings)
 		}
@@ -251,13 +252,13 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					for i, c := range cmds {
 						lines[i] = oneLine(c, 100)
 					}
-					saw = append(saw, fmt.Sprintf("%d processes%s: %s", k.Processes, st, list(lines, 3)))
+					saw = append(saw, fmt.Sprintf("%s%s: %s", human.Count(k.Processes, "process", "processes"), st, list(lines, 3)))
 					if len(k.Wrappers) > 0 {
 						saw = append(saw, "through the agent's "+textsafe.Line(strings.Join(k.Wrappers, ", ")))
 					}
 				}
 				if k.CPUNS > 0 || k.MaxRSSKB > 0 {
-					saw = append(saw, fmt.Sprintf("cpu %s, peak rss %s", time.Duration(k.CPUNS).Round(time.Millisecond), bytesText(int64(k.MaxRSSKB)<<10)))
+					saw = append(saw, fmt.Sprintf("cpu %s, peak rss %s", time.Duration(k.CPUNS).Round(time.Millisecond), human.Bytes(int64(k.MaxRSSKB)<<10)))
 				}
 				if len(k.Writes) > 0 {
 					saw = append(saw, "wrote "+list(textsafe.Lines(k.Writes), 4))
@@ -272,7 +273,7 @@ func (r *Report) textToolCalls(b *strings.Builder) {
 					saw = append(saw, "looked up "+list(textsafe.Lines(k.DNS), 4))
 				}
 				if k.Late > 0 {
-					saw = append(saw, fmt.Sprintf("%d events after the call returned", k.Late))
+					saw = append(saw, human.Count(k.Late, "event", "events")+" after the call returned")
 				}
 				fmt.Fprintf(b, "      kernel saw:  %s\n", strings.Join(saw, "; "))
 			}
@@ -308,7 +309,7 @@ func (r *Report) findingRefs(ids []string) string {
 // events there are).
 func (r *Report) textUnattributed(b *strings.Builder) {
 	if r.KernelEvidence && r.Transcript == nil {
-		fmt.Fprintf(b, "\nUNATTRIBUTED: %d events, with no transcript to attribute them to (polygraph events %s lists them)\n", r.UnattributedCount, textsafe.Line(r.Session.ID))
+		fmt.Fprintf(b, "\nUNATTRIBUTED: %s, with no transcript to attribute them to (polygraph events %s lists them)\n", human.Count(r.UnattributedCount, "event", "events"), textsafe.Line(r.Session.ID))
 		return
 	}
 	if !r.KernelEvidence {
@@ -318,10 +319,23 @@ func (r *Report) textUnattributed(b *strings.Builder) {
 	if groups == nil && len(r.Unattributed) > 0 {
 		groups = groupUnattributed(&correlate.Result{Unattributed: r.Unattributed})
 	}
-	fmt.Fprintf(b, "\nUNATTRIBUTED (%d events, %d processes)\n", len(r.Unattributed), len(groups))
+	// The list holds the events no call explains (the summary's
+	// "unattributed N") and those a call's tree did after the call had
+	// returned, which the transcript could not show: the heading counts
+	// both, so its numbers add up to the summary's.
+	none := r.Attributed[correlate.ReasonUnattributed]
+	what := human.Count(len(r.Unattributed), "event", "events")
+	if late := len(r.Unattributed) - none; late > 0 && r.Attributed != nil {
+		if none == 0 {
+			what += ", all after their call returned"
+		} else {
+			what += fmt.Sprintf(": %d that no call explains, %d after their call returned", none, late)
+		}
+	}
+	fmt.Fprintf(b, "\nUNATTRIBUTED (%s; %s)\n", what, human.Count(len(groups), "process", "processes"))
 	for i, g := range groups {
 		if i == 20 {
-			fmt.Fprintf(b, "  … %d more processes (polygraph report --format json lists every event)\n", len(groups)-20)
+			fmt.Fprintf(b, "  … %s more (polygraph report --format json lists every event)\n", human.Count(len(groups)-20, "process", "processes"))
 			break
 		}
 		fmt.Fprintf(b, "  %s  pid %-7d %s  (%s)\n", clock(g.First), g.PID, oneLine(g.Command, 80), g.KindCounts())

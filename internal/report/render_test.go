@@ -126,17 +126,17 @@ func TestWriteText(t *testing.T) {
 			"! 03:04:05.000  shell Bash make test  [c1]\n" +
 			"      agent said:  exit 0; result \"ok\"\n" +
 			"      kernel saw:  2 processes, exit 2 after 1.5s: make test, go test, go vet, … 1 more; cpu 250ms, peak rss 12.0 MiB; wrote /p/out.txt; read /p/a, /p/b; " +
-			"connected to api.example.com (1.2.3.4:443), [::1]:8080; looked up api.example.com; 1 events after the call returned\n" +
+			"connected to api.example.com (1.2.3.4:443), [::1]:8080; looked up api.example.com; 1 event after the call returned\n" +
 			"      findings:    F2 (medium claim-tests)\n" +
 			"  03:04:06.000  write Write /p/new.go  [c2]\n" +
 			"      agent said:  error\n" +
 			"      kernel saw:  nothing\n" +
 			"  03:04:07.000  fetch WebFetch https://x.test/  [c3]\n" +
 			"      agent said:  rejected: nothing ran\n" +
-			"      kernel saw:  1 processes, killed by signal 9: curl x\n" +
+			"      kernel saw:  1 process, killed by signal 9: curl x\n" +
 			"  03:04:08.000  shell Bash echo <b>hi</b>  [c4]\n" +
 			"      kernel saw:  nothing\n",
-		"\nUNATTRIBUTED (22 events, 6 processes)\n" +
+		"\nUNATTRIBUTED (22 events; 6 processes)\n" +
 			"  03:04:05.000  pid 10      git status  (1 exec)\n" +
 			"  03:04:05.000  pid 11      curl  (1 connect, 1 dns)\n" +
 			"               connected to 10.1.2.3:8443; looked up evil.test\n",
@@ -183,7 +183,7 @@ func TestWriteTextPartial(t *testing.T) {
 		}, []string{"unknown agent"}},
 		{"no session", Build(nil, nil, tr, nil, nil), []string{
 			"note: " + NoKernelNote + "\n",
-			"  transcript t.jsonl (codex, 1 tool calls, 0 claims)\n",
+			"  transcript t.jsonl (codex, 1 tool call, 0 claims)\n",
 			"\nFINDINGS (0)\n  none that the transcript alone can show\n",
 			"            shell shell ls  [x]\n",
 		}, []string{"UNATTRIBUTED", "kernel saw", "attributed", "polygraph: session"}},
@@ -409,7 +409,7 @@ func TestWriteTextNoise(t *testing.T) {
 		"  F1  INFO     untrusted-binary       ran a workspace script\n\nTOOL CALLS",
 		"kernel saw:  2 processes: [Claude Code's snapshot-eval wrapper] make test, make test; read /p/Makefile, 2 system files\n",
 		"\"Tests pass\" → backed by c1\n",
-		"UNATTRIBUTED (31 events, 2 processes)\n  03:04:05.000  pid 7       cat  (1 open)\n               read /h/.netrc\n" +
+		"UNATTRIBUTED (31 events; 2 processes)\n  03:04:05.000  pid 7       cat  (1 open)\n               read /h/.netrc\n" +
 			"  03:04:05.000  pid 1       claude  (30 open)\n               the agent's own activity no tool call explains; read /h/.cache/f0, /h/.cache/f1, /h/.cache/f2, … 27 more\n",
 	} {
 		if !strings.Contains(got, want) {

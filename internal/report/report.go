@@ -17,6 +17,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/textsafe"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -138,7 +139,7 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 		r.Notes = append(r.Notes, "the session was not closed cleanly (polygraph was killed): events after the last flush are missing")
 	}
 	if meta != nil && sum != nil && sum.LostTotal > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d events were lost while recording: what the kernel saw is incomplete", sum.LostTotal))
+		r.Notes = append(r.Notes, human.Count(sum.LostTotal, "event was", "events were")+" lost while recording: what the kernel saw is incomplete")
 	}
 	if tr != nil {
 		r.Transcript = &TranscriptInfo{Path: tr.Path, Format: tr.Format, Agent: tr.Agent, SessionID: tr.SessionID, Warnings: len(tr.Warnings)}

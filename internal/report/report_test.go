@@ -46,7 +46,7 @@ func TestBuildOrdersDivergencesFirst(t *testing.T) {
 	}
 	var text bytes.Buffer
 	rep.WriteText(&text)
-	for _, want := range []string{"F1  HIGH", "ATT&CK T1552.001", "1 events after the call returned", "1 processes, exit 0 after 2ms: ls", "UNATTRIBUTED (1 events, 1 processes)"} {
+	for _, want := range []string{"F1  HIGH", "ATT&CK T1552.001", "1 event after the call returned", "1 process, exit 0 after 2ms: ls", "UNATTRIBUTED (1 event, all after their call returned; 1 process)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

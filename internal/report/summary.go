@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/manifest"
 	"github.com/polygraph/polygraph/internal/textsafe"
 )
@@ -234,7 +235,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if len(s.Hosts) > 0 {
 		net = listed(textsafe.Lines(s.Hosts), 6)
 	}
-	fmt.Fprintf(&b, "  network    %s (sent %d B, received %d B)\n", net, s.BytesSent, s.BytesRecv)
+	fmt.Fprintf(&b, "  network    %s (sent %s, received %s)\n", net, human.Bytes(s.BytesSent), human.Bytes(s.BytesRecv))
 	if len(s.DNS) > 0 {
 		fmt.Fprintf(&b, "  dns        %s\n", listed(textsafe.Lines(s.DNS), 6))
 	}

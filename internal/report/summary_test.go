@@ -76,7 +76,7 @@ func TestSummary(t *testing.T) {
              /tmp/l
              /tmp/x
              /tmp/y
-  network    93.184.216.34:443, [2001:db8::1]:80 (sent 200 B, received 4000 B)
+  network    93.184.216.34:443, [2001:db8::1]:80 (sent 200 B, received 3.9 KiB)
   dns        example.com
   events     %d recorded, 3 lost
   left running (still alive when tracing stopped):

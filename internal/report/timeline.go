@@ -11,6 +11,7 @@ import (
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/redact"
 )
 
@@ -364,7 +365,7 @@ func (t *Timeline) callRow(n int, v *ToolCallView, attr *correlate.Result) *Call
 			row.Divergences = append(row.Divergences, fmt.Sprintf("the agent reported exit %d; the kernel saw exit %d", *c.ExitCode, *k.ExitCode))
 		}
 		if c.Rejected && k.Processes > 0 {
-			row.Divergences = append(row.Divergences, fmt.Sprintf("the agent says nothing ran; the kernel saw %d processes", k.Processes))
+			row.Divergences = append(row.Divergences, "the agent says nothing ran; the kernel saw "+human.Count(k.Processes, "process", "processes"))
 		}
 	}
 	if attr != nil {

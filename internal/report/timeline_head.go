@@ -8,6 +8,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/human"
 )
 
 // What the timeline's page says around its rows: the session's head, the
@@ -115,7 +116,7 @@ func (t *Timeline) overview() {
 func attributedLine(counts map[correlate.Reason]int) string {
 	var parts []string
 	if n := counts[correlate.ReasonAgentBookkeeping]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d events of the agent's own bookkeeping (its files, runtime, helpers)", n))
+		parts = append(parts, human.Count(n, "event", "events")+" of the agent's own bookkeeping (its files, runtime, helpers)")
 	}
 	if n := counts[correlate.ReasonAgentAPI]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d of its model API traffic", n))
