@@ -41,7 +41,8 @@ func TestAttachInterruptReports(t *testing.T) {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			stderr.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "polygraph: recording session ") {
+			// The ready line: the tree is tracked from here on.
+			if strings.HasPrefix(sc.Text(), "polygraph: attached to pid "+strconv.Itoa(tree.Process.Pid)+" (sleep) and 0 processes below it") {
 				started <- true
 			}
 		}
@@ -55,6 +56,9 @@ func TestAttachInterruptReports(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("attach did not start recording within 30s")
+	}
+	if !strings.HasPrefix(stderr.String(), "polygraph: loading the sensor to attach to pid ") {
+		t.Errorf("attach did not say it was loading first:\n%s", stderr.String())
 	}
 	time.Sleep(200 * time.Millisecond)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/stores"
 
 	"github.com/spf13/cobra"
 
+	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/watch"
 )
 
@@ -43,7 +47,7 @@ to stdout or --out the moment it is decided. Watch sessions older than --keep,
 or past --max-size in total, are deleted at start and hourly. See docs/watch.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWatch(cmd.Context(), opts, cmd.OutOrStdout())
+			return runWatch(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&opts.out, "out", "", "append the findings stream to FILE instead of stdout (- for stdout)")
@@ -56,7 +60,7 @@ or past --max-size in total, are deleted at start and hourly. See docs/watch.md.
 	return cmd
 }
 
-func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
+func runWatch(ctx context.Context, opts *watchOptions, stdout, stderr io.Writer) error {
 	keep, err := watch.ParseAge(opts.keep)
 	if err != nil {
 		return &usageError{err}
@@ -86,13 +90,21 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	wo := watch.Options{Home: home, Homes: opts.homes, Out: out, Policy: pol, Keep: keep, MaxSize: size, RingBytes: ring}
+	where := "stdout"
+	if opts.out != "" && opts.out != "-" {
+		where = opts.out
+	}
+	fmt.Fprintln(stderr, "polygraph watch: loading the sensor...")
+	wo := watch.Options{Home: home, Homes: opts.homes, Out: out, Policy: pol, Keep: keep, MaxSize: size, RingBytes: ring,
+		Ready: func(targets []watch.Target) {
+			fmt.Fprintln(stderr, watchReady(targets, stores.SessionsDir(home), where))
+		}}
 	if opts.otlp.enabled() {
 		x, err := opts.otlp.start(false)
 		if err != nil {
 			return err
 		}
-		defer opts.otlp.stop(x, os.Stderr)
+		defer opts.otlp.stop(x, stderr)
 		wo.Sinks = append(wo.Sinks, x)
 	}
 	err = watch.Run(ctx, wo)
@@ -101,4 +113,23 @@ func runWatch(ctx context.Context, opts *watchOptions, stdout io.Writer) error {
 	}
 	// Interrupted is how watch ends: that is success.
 	return nil
+}
+
+// watchReady is the line watch prints once everything is attached: from
+// then on every agent that starts is recorded. It names the agents whose
+// stores it guards, how many, where sessions and findings go.
+func watchReady(targets []watch.Target, sessions, findingsTo string) string {
+	var agents []string
+	for _, t := range targets {
+		if !slices.Contains(agents, t.Agent) {
+			agents = append(agents, t.Agent)
+		}
+	}
+	slices.Sort(agents)
+	guarded := "no agent store found to guard"
+	if len(targets) > 0 {
+		guarded = fmt.Sprintf("guarding %s of %s", human.Count(len(targets), "store", "stores"), strings.Join(agents, ", "))
+	}
+	return fmt.Sprintf("polygraph watch: ready: recording every agent that starts (%s) into %s; %s; findings to %s (Ctrl-C to stop)",
+		strings.Join(agent.Programs(), ", "), sessions, guarded, findingsTo)
 }

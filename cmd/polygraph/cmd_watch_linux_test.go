@@ -37,7 +37,7 @@ func TestWatchCommand(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The verb logs nothing at start: wait for the sensor by trying.
+	// Wait for the sensor by trying (the ready line is checked below).
 	deadline := time.Now().Add(10 * time.Second)
 	var lines []string
 	for !strings.Contains(strings.Join(lines, ""), `"rule":"agent-config-read"`) && time.Now().Before(deadline) {
@@ -62,6 +62,13 @@ func TestWatchCommand(t *testing.T) {
 	}
 	if len(lines) == 0 {
 		t.Fatalf("no finding in %s; stderr:\n%s", out, stderr.String())
+	}
+	// It said when it was ready, and what it watches.
+	for _, want := range []string{"polygraph watch: loading the sensor...\n", "polygraph watch: ready: recording every agent that starts (claude, ",
+		"; guarding ", " of claude-code; findings to " + out + " (Ctrl-C to stop)\n"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 	recs, err := findings.Read(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // Record loads the sensor, creates the session, runs or joins the tree,
@@ -83,7 +84,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var res Result
 	switch o.Mode {
 	case "attach":
-		err = attachTree(ctx, s, o.AttachPID)
+		err = attachTree(ctx, s, o)
 	default:
 		// The watchdog stands by until the session is closed: polygraph
 		// can die while it ends leftovers, too.
@@ -446,20 +447,27 @@ func foregroundTTY() bool {
 
 // attachTree tracks pid and its descendants and waits until they are all
 // gone or ctx is cancelled.
-func attachTree(ctx context.Context, s *sensor.Sensor, root int) error {
+// Once the tree is tracked it says so on o.Notices, with how many
+// processes it joined: from then on everything they do is recorded.
+func attachTree(ctx context.Context, s *sensor.Sensor, o Options) error {
+	root := o.AttachPID
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", root)); err != nil {
 		return fmt.Errorf("attach: no process %d", root)
 	}
 	// Two passes: a child forked while the first pass ran is caught by the second.
+	joined := map[int]bool{}
 	for pass := 0; pass < 2; pass++ {
 		for _, pid := range procfs.ReadTable().Descendants(root) {
 			if start, err := sensor.StartTimeNS(pid); err == nil {
 				if err := s.Track(uint32(pid), start); err != nil {
 					return err
 				}
+				joined[pid] = true
 			}
 		}
 	}
+	notice(o, "polygraph: attached to pid %d (%s) and %s below it: recording until they exit or Ctrl-C",
+		root, textsafe.Line(procComm(root)), processes(max(len(joined)-1, 0)))
 	for {
 		// A process listed above may have exited before it was tracked:
 		// its entry would never go.
