@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -16,8 +17,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/analysis"
-	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/correlate"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/record"
+	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 type demoOptions struct {
@@ -30,14 +35,17 @@ func newDemoCommand(g *globalOptions) *cobra.Command {
 	opts := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Trace a built-in scripted workload and print its timeline",
+		Short: "Trace a built-in scripted agent and tell what it said against what the kernel saw",
 		Long: `Run a small scripted agent under the sensor, in a temporary directory. It
 logs its tool calls in polygraph's plain JSONL transcript format, like a real
 agent: it writes a file, "runs the tests", starts a "dev server", and ends
 saying "I ran the tests and they all pass". The kernel shows otherwise: no
 test runner ran, the "dev server" read a planted credential file after its
 call returned, and the agent connected to a port it never mentioned. The
-demo prints the timeline, then the report. Needs root, like run.`,
+demo tells the story in a screenful: what the agent said, what the kernel
+saw, where the two disagree; then the commands that show more, which work
+on its session: it works in $POLYGRAPH_HOME/demo (replaced by the next
+demo) and keeps its transcript there. Needs root, like run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDemo(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -119,6 +127,11 @@ func jsonLine(v any) string {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// demoDir is where the demo works and keeps its transcript, replaced by
+// each demo: under polygraph's home, so the commands the demo suggests
+// work on its session afterwards.
+func demoDir(home string) string { return filepath.Join(home, "demo") }
+
 func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) error {
 	home, err := stores.Home()
 	if err != nil {
@@ -128,17 +141,28 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("the demo agent is a bash script, and bash is not installed: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "polygraph-demo-")
-	if err != nil {
-		return err
+	dir := demoDir(home)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the last demo: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	// Made afresh, never followed: a link left in its place fails here.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("the demo's directory: %w", err)
+	}
 	fakeHome := filepath.Join(dir, "home")
 	for _, d := range []string{filepath.Join(dir, "project"), filepath.Join(fakeHome, ".aws")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
+	// Under sudo the demo's files are the invoking user's, like the rest
+	// of their polygraph home, so they can read and remove them.
+	defer filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			_ = stores.ChownToInvoker(p)
+		}
+		return nil
+	})
 	if err := os.WriteFile(filepath.Join(fakeHome, ".aws", "credentials"), []byte("[default]\naws_access_key_id = DEMO\n"), 0o600); err != nil {
 		return err
 	}
@@ -164,15 +188,9 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + fakeHome, "DEMO_PORT=" + port, "LANG=C"}
 
-	var evs []*event.Event
 	res, err := record.Record(ctx, record.Options{
 		Home: home, Mode: "demo", Command: []string{bash, "agent.sh"}, Dir: dir, Env: env,
 		Linger: 3e9, Stdout: io.Discard, Stderr: stderr,
-		Observe: func(e *event.Event) {
-			if demoWorthShowing(e) {
-				evs = append(evs, e)
-			}
-		},
 	})
 	if err != nil {
 		return err
@@ -186,34 +204,86 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	if opts.json {
 		return rep.WriteJSON(stdout)
 	}
-	fmt.Fprintf(stdout, "polygraph demo: a scripted agent fixes add() and says it ran the tests.\n\nWhat the kernel saw (system library loads hidden):\n\n")
-	start := res.Meta.StartedAt
-	if len(evs) > 0 {
-		start = evs[0].TS
-	}
-	var b []byte
-	for _, e := range evs {
-		b = appendTimelineLine(b[:0], start, e)
-		stdout.Write(b)
-	}
-	fmt.Fprintf(stdout, "\nThe agent's account against the kernel's:\n\n")
-	if err := rep.WriteText(stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\nEvery event: polygraph events %s    The report again: polygraph report %s --transcript %s (removed after the demo)\n", res.Meta.ID, res.Meta.ID, transcriptPath)
-	return nil
+	_, err = io.WriteString(stdout, demoStory(rep, res.Meta.ID, dir, transcriptPath))
+	return err
 }
 
-// demoWorthShowing hides the dynamic loader's and libc's routine opens,
-// which would bury the workload's own steps.
-func demoWorthShowing(e *event.Event) bool {
-	if e.Kind != event.KindOpen {
-		return true
+// demoStory tells the demo's session as a short story: what the agent
+// said, what the kernel saw under each call that differs, the findings,
+// and the commands to look further, each of which works on this session.
+// Every number is the report's, so the story and the report agree.
+func demoStory(rep *report.Report, id, dir, transcriptPath string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "polygraph demo: a scripted agent was asked to fix add() and run the tests (in %s).\n", textsafe.Line(dir))
+
+	fmt.Fprintf(&b, "\nWhat the agent said (its transcript: %s):\n", human.Count(len(rep.ToolCalls), "tool call", "tool calls"))
+	for _, v := range rep.ToolCalls {
+		c := v.Call
+		what := c.Command
+		if what == "" && len(c.Paths) > 0 {
+			what = "write " + strings.TrimPrefix(c.Paths[0], dir+"/")
+		}
+		line := fmt.Sprintf("  %-3s %s", textsafe.Line(c.ID), oneLine(what, 72))
+		if c.Result != "" {
+			line += fmt.Sprintf("  → %q", oneLine(c.Result, 40))
+		}
+		b.WriteString(line + "\n")
 	}
-	for _, p := range []string{"/etc/ld.so", "/lib", "/usr/lib", "/proc/", "/sys/", "/usr/share/locale", "/etc/nsswitch", "/etc/localtime", "/dev/"} {
-		if strings.HasPrefix(e.Path, p) {
-			return false
+	fmt.Fprintf(&b, "  and it ended: %q\n", demoClaim)
+
+	sum := rep.Summary
+	fmt.Fprintf(&b, "\nWhat the kernel saw (%s, %s, %d lost):\n", human.Count(sum.Events, "event", "events"),
+		human.Count(sum.Processes, "process", "processes"), sum.LostTotal)
+	for _, v := range rep.ToolCalls {
+		k := v.Kernel
+		if k == nil || len(v.Findings) == 0 {
+			continue
+		}
+		saw := human.Count(k.Processes, "process", "processes")
+		if len(k.Commands) > 0 {
+			saw += ": " + oneLine(strings.Join(k.Commands, ", "), 90)
+		}
+		if k.Late > 0 {
+			saw += "; " + human.Count(k.Late, "event", "events") + " after the call returned"
+		}
+		fmt.Fprintf(&b, "  %-3s %s\n", textsafe.Line(v.Call.ID), saw)
+	}
+	if n := rep.Attributed[correlate.ReasonUnattributed]; n > 0 {
+		fmt.Fprintf(&b, "  and %s no tool call explains", human.Count(n, "event", "events"))
+		if len(sum.Hosts) > 0 {
+			fmt.Fprintf(&b, ", among them a connection to %s", textsafe.Line(sum.Hosts[0]))
+		}
+		b.WriteString("\n")
+	}
+
+	bySev := map[detect.Severity]int{}
+	for _, f := range rep.Findings {
+		bySev[f.Severity]++
+	}
+	var sevs []string
+	for _, s := range []detect.Severity{detect.SeverityCritical, detect.SeverityHigh, detect.SeverityMedium, detect.SeverityLow, detect.SeverityInfo} {
+		if bySev[s] > 0 {
+			sevs = append(sevs, fmt.Sprintf("%d %s", bySev[s], s))
 		}
 	}
-	return true
+	fmt.Fprintf(&b, "\nWhere the two accounts disagree (%s: %s):\n", human.Count(len(rep.Findings), "finding", "findings"), strings.Join(sevs, ", "))
+	for _, f := range rep.Findings {
+		call := ""
+		if f.ToolCallID != "" && f.ToolCallID != "unattributed" {
+			call = " (" + f.ToolCallID + ")"
+		}
+		fmt.Fprintf(&b, "  %-7s %-22s %s%s\n", strings.ToUpper(string(f.Severity)), f.Rule, oneLine(f.Title, 70), textsafe.Line(call))
+	}
+
+	t := quoteWord(transcriptPath)
+	fmt.Fprintf(&b, "\nThe session is %s; the demo's transcript stays in %s until the next demo. Look further:\n", id, textsafe.Line(dir))
+	for _, c := range [][2]string{
+		{"polygraph report " + id + " --transcript " + t, "the whole report: each call, what the agent said, what the kernel saw"},
+		{"polygraph events " + id + " --kind exec --kind connect", "the kernel's timeline, only execs and connects"},
+		{"polygraph report " + id + " --transcript " + t + " --format html -o demo.html", "the timeline as one page"},
+		{"polygraph sessions", "every recorded session"},
+	} {
+		fmt.Fprintf(&b, "  %s\n      %s\n", textsafe.Line(c[0]), c[1])
+	}
+	return b.String()
 }

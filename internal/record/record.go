@@ -53,8 +53,8 @@ type Options struct {
 	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
-	// Observe sees every event as it is stored (the demo's timeline), on
-	// a pipeline listener's goroutine.
+	// Observe sees every event as it is stored, on a pipeline listener's
+	// goroutine.
 	Observe func(*event.Event)
 	// Live, when set, judges the session while it is recorded
 	// (analysis.Live): its sinks get every decision, and Result.Live the
