@@ -166,7 +166,7 @@ func runDemo(ctx context.Context, opts *demoOptions, stdout, stderr io.Writer) e
 	if err := os.WriteFile(filepath.Join(fakeHome, ".aws", "credentials"), []byte("[default]\naws_access_key_id = DEMO\n"), 0o600); err != nil {
 		return err
 	}
-	transcriptPath := filepath.Join(dir, "agent-transcript.jsonl")
+	transcriptPath := filepath.Join(dir, analysis.DemoTranscript)
 	if err := os.WriteFile(filepath.Join(dir, "agent.sh"), []byte(demoAgent(transcriptPath)), 0o644); err != nil {
 		return err
 	}
@@ -275,12 +275,11 @@ func demoStory(rep *report.Report, id, dir, transcriptPath string) string {
 		fmt.Fprintf(&b, "  %-7s %-22s %s%s\n", strings.ToUpper(string(f.Severity)), f.Rule, oneLine(f.Title, 70), textsafe.Line(call))
 	}
 
-	t := quoteWord(transcriptPath)
-	fmt.Fprintf(&b, "\nThe session is %s; the demo's transcript stays in %s until the next demo. Look further:\n", id, textsafe.Line(dir))
+	fmt.Fprintf(&b, "\nThe session is %s; its transcript stays in %s until the next demo,\nwhere report finds it. Look further:\n", id, textsafe.Line(transcriptPath))
 	for _, c := range [][2]string{
-		{"polygraph report " + id + " --transcript " + t, "the whole report: each call, what the agent said, what the kernel saw"},
+		{"polygraph report " + id, "the whole report: each call, what the agent said, what the kernel saw"},
 		{"polygraph events " + id + " --kind exec --kind connect", "the kernel's timeline, only execs and connects"},
-		{"polygraph report " + id + " --transcript " + t + " --format html -o demo.html", "the timeline as one page"},
+		{"polygraph report " + id + " --format html -o demo.html", "the timeline as one page"},
 		{"polygraph sessions", "every recorded session"},
 	} {
 		fmt.Fprintf(&b, "  %s\n      %s\n", textsafe.Line(c[0]), c[1])

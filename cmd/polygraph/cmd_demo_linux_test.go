@@ -66,7 +66,7 @@ func TestDemo(t *testing.T) {
 		} `json:"summary"`
 		Findings []json.RawMessage `json:"findings"`
 	}
-	cmd := polygraphCmd(t, home, "report", id[1], "--transcript", transcript, "--json")
+	cmd := polygraphCmd(t, home, "report", id[1], "--json")
 	js, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("report --json: %v", err)
@@ -102,9 +102,18 @@ func TestDemo(t *testing.T) {
 			}
 		}
 		cmd := polygraphCmd(t, home, args...)
-		if out, err := cmd.CombinedOutput(); err != nil || len(out) == 0 && !strings.Contains(line, "-o ") {
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) == 0 && !strings.Contains(line, "-o ") {
 			t.Errorf("%q: %v\n%s", line, err, out)
 		}
+		// report finds the demo's transcript on its own.
+		if line == "polygraph report "+id[1] && !bytes.Contains(out, []byte("(polygraph-demo, 5 tool calls, 3 claims)")) {
+			t.Errorf("%q did not find the demo's transcript:\n%s", line, out)
+		}
+	}
+	// transcript --discover finds the same file report does.
+	if out, err := polygraphCmd(t, home, "transcript", "--discover", id[1]).Output(); err != nil || !bytes.Contains(out, []byte(transcript)) {
+		t.Errorf("transcript --discover %s: %v\n%s", id[1], err, out)
 	}
 	if n < 3 {
 		t.Errorf("the demo suggests %d commands", n)

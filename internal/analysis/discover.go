@@ -71,9 +71,23 @@ func Discover(ctx context.Context, meta *manifest.Meta, events []*event.Event) [
 			}
 		}
 	}
+	if meta.Mode == "demo" && meta.Cwd != "" {
+		// The demo's agent writes its transcript in its directory, where
+		// no profile looks (cmd/polygraph/cmd_demo.go).
+		more, err := transcript.DiscoverFiles(ctx, []string{filepath.Join(meta.Cwd, DemoTranscript)}, meta.StartedAt, meta.EndedAt)
+		if err != nil {
+			slog.Debug("transcript discovery failed", "path", meta.Cwd, "error", err)
+		}
+		found = append(found, more...)
+	}
 	slices.SortStableFunc(found, func(a, b transcript.Found) int { return a.FirstAt.Compare(b.FirstAt) })
 	return found
 }
+
+// DemoTranscript is the name of the transcript `polygraph demo`'s agent
+// writes in the demo's directory (the session's cwd), where discovery
+// finds it for a session of mode demo.
+const DemoTranscript = "agent-transcript.jsonl"
 
 // execEnv resolves a variable as the session's execs recorded it (the
 // first exec that had it set), "" when none did.

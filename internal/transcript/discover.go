@@ -167,6 +167,18 @@ func DiscoverCommand(ctx context.Context, argv []string, home string, getenv fun
 	return found, nil
 }
 
+// DiscoverFiles is discovery of files known by name (a session that says
+// where its agent wrote, like the demo's): those of paths that are
+// transcripts whose timestamps overlap [from, to], whatever cwd they
+// record. A path that is missing or not a regular file is passed over.
+func DiscoverFiles(ctx context.Context, paths []string, from, to time.Time) ([]Found, error) {
+	cands := make([]candidate, len(paths))
+	for i, p := range paths {
+		cands[i] = candidate{path: p, anyCwd: true}
+	}
+	return discoverFiles(ctx, cands, "", from, to)
+}
+
 // locate returns the files below loc's roots that its globs match, at
 // most limit of them.
 func locate(home string, getenv func(string) string, loc agent.Location, limit int) []string {
