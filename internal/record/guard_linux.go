@@ -29,7 +29,7 @@ import (
 //
 // CAP_KILL does not keep a root tree from signalling polygraph: kill(2)
 // needs no capability between processes of the same uid, and both are
-// root (README, "What a root command can still do").
+// root (docs/reference.md, "What a root command can still do").
 var DroppedCaps = []int{
 	unix.CAP_BPF, unix.CAP_SYS_ADMIN, unix.CAP_PERFMON, unix.CAP_SYS_PTRACE, unix.CAP_KILL,
 	unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_SYS_BOOT,
