@@ -33,8 +33,12 @@ docs:
 
 # The binary in PREFIX/bin, the systemd unit (ExecStart naming that
 # binary) in PREFIX/lib/systemd/system, the man pages and completions
-# under PREFIX/share: what the .deb holds, at /usr.
-install: build docs
+# under PREFIX/share: what the .deb holds, at /usr. It installs what
+# `make build docs` made, building them first only when there are none, so
+# `make build docs && sudo make install` needs no Go under sudo and leaves
+# no root-owned file in the tree.
+install:
+	@[ -x $(BIN) ] && [ -d build/docs/man1 ] || $(MAKE) build docs
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/polygraph
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/man/man1
 	sed 's#/usr/bin/polygraph#$(PREFIX)/bin/polygraph#' dist/polygraph-watch.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/polygraph-watch.service

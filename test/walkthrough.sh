@@ -2,7 +2,7 @@
 # A newcomer's walkthrough: runs every command of README.md's marked blocks
 # (a "<!-- walkthrough -->" line before a ```sh block), in order, as
 # written, and fails at the first that fails. Run as root (.ci/run), from
-# anywhere; `sudo ` is dropped when already root.
+# anywhere; `sudo ` is dropped (it runs as root).
 #
 # What it changes, and why (each is said as it happens):
 #   - PREFIX=/usr/local becomes a staging prefix, put first on PATH, so the
@@ -63,7 +63,7 @@ waitfor() {
 n=0
 for line in "${cmds[@]}"; do
 	n=$((n + 1))
-	cmd=${line#sudo }
+	cmd=${line//sudo /}
 	cmd=${cmd//PREFIX=\/usr\/local/PREFIX=$stage}
 	start=$(date +%s%N)
 	log=$work/cmd$n.log
