@@ -222,7 +222,7 @@ func eventDetails(ev *event.Event) string {
 			add("cpu", roundDuration(time.Duration(ev.CPUNS())))
 		}
 		if ev.MaxRSSKB() > 0 {
-			add("rss", strconv.FormatUint(ev.MaxRSSKB()/1024, 10)+"MiB")
+			add("rss", human.Bytes(ev.MaxRSSKB()<<10))
 		}
 	case event.KindOpen:
 		add(path(ev.Path, ev.PathTruncated))
@@ -285,7 +285,7 @@ func eventDetails(ev *event.Event) string {
 		if ev.Host() != "" {
 			add("(" + sanitizeLine(ev.Host()) + ")")
 		}
-		add("sent", strconv.FormatUint(ev.BytesSent(), 10), "recv", strconv.FormatUint(ev.BytesRecv(), 10))
+		add("sent", human.Bytes(ev.BytesSent()), "recv", human.Bytes(ev.BytesRecv()))
 	case event.KindUring:
 		add(ev.RingOp())
 		if ev.Path != "" {
@@ -295,7 +295,7 @@ func eventDetails(ev *event.Event) string {
 			add(peer(ev))
 		}
 		if ev.RingOps() > 0 {
-			add("total", strconv.FormatUint(ev.RingOps(), 10), "ops", strconv.FormatUint(ev.RingBytes(), 10), "bytes")
+			add("total", human.Count(ev.RingOps(), "op,", "ops,"), human.Bytes(ev.RingBytes()))
 		}
 		add(resultText(ev, ev.RingOp() == "setup" || ev.RingOp() == "socket"))
 	}

@@ -284,10 +284,10 @@ func TestEventDetails(t *testing.T) {
 		{"dns no answer", with(func(e *event.Event) { e.Kind, e.Network.QName, e.Network.QType = event.KindDNS, "example.com", "AAAA" }), "example.com AAAA"},
 		{"net", with(func(e *event.Event) {
 			e.Kind, e.Network.Family, e.Network.Addr, e.Network.Port, e.Network.BytesSent, e.Network.BytesRecv = event.KindNet, "ipv4", "1.2.3.4", 443, 10, 2000
-		}), "1.2.3.4:443 sent 10 recv 2000"},
+		}), "1.2.3.4:443 sent 10 B recv 2.0 KiB"},
 		{"exit signal", with(func(e *event.Event) {
 			e.Kind, e.Process.Signal, e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB = event.KindExit, 9, uint64(75*time.Second), uint64(1500*time.Microsecond), 20480
-		}), "killed by SIGKILL after 1m15s cpu 1.5ms rss 20MiB"},
+		}), "killed by SIGKILL after 1m15s cpu 1.5ms rss 20.0 MiB"},
 		{"fork", with(func(e *event.Event) { e.Kind, e.Process.ChildPID = event.KindFork, 42 }), "child 42"},
 	}
 	for _, tt := range tests {

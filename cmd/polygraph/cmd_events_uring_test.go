@@ -21,7 +21,7 @@ func TestEventDetailsUring(t *testing.T) {
 		{"send", &event.Event{Kind: event.KindUring, Result: event.Ptr(int64(5)), Ring: ring("send"),
 			Network: &event.Network{Family: "ipv4", Addr: "127.0.0.1", Port: 8080}}, "send 127.0.0.1:8080 = 5"},
 		{"totals", &event.Event{Kind: event.KindUring, Path: "/x", Network: &event.Network{},
-			Ring: &event.Ring{Via: event.ViaRing, RingOp: "write", RingOps: 3, RingBytes: 30}}, "write /x total 3 ops 30 bytes"},
+			Ring: &event.Ring{Via: event.ViaRing, RingOp: "write", RingOps: 3, RingBytes: 30}}, "write /x total 3 ops, 30 B"},
 		{"setup", &event.Event{Kind: event.KindUring, Result: event.Ptr(int64(3)), Network: &event.Network{},
 			Ring: ring("setup")}, "setup fd 3"},
 	}
