@@ -41,7 +41,10 @@ install:
 	@[ -x $(BIN) ] && [ -d build/docs/man1 ] || $(MAKE) build docs
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/polygraph
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/man/man1
-	sed 's#/usr/bin/polygraph#$(PREFIX)/bin/polygraph#' dist/polygraph-watch.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/polygraph-watch.service
+	sed -e 's#/usr/bin/polygraph#$(PREFIX)/bin/polygraph#' -e 's#/usr/share/doc/polygraph#$(PREFIX)/share/doc/polygraph#' \
+		dist/polygraph-watch.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/polygraph-watch.service
+	install -d $(DESTDIR)$(PREFIX)/share/doc/polygraph
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/polygraph/
 	install -m 0644 build/docs/man1/*.1.gz $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -D -m 0644 build/docs/completions/polygraph.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/polygraph
 	install -D -m 0644 build/docs/completions/_polygraph $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_polygraph
@@ -53,6 +56,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/polygraph \
 		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_polygraph \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/polygraph.fish
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/polygraph
 
 # The Debian package, build/polygraph_VERSION_ARCH.deb, made by nfpm
 # (dist/nfpm.yaml) from its own module (tools/nfpm), so the main go.mod

@@ -14,14 +14,19 @@ deb=$(ls -t build/polygraph_*.deb | head -1)
 echo "package: built $deb ($(du -h "$deb" | cut -f1))"
 if ldd build/polygraph >/dev/null 2>&1; then fail "build/polygraph is dynamically linked: $(ldd build/polygraph | head -3)"; fi
 
-# make install, into a staging root: the binary in PREFIX/bin and the unit
-# naming it.
+# make install, into a staging root: the binary in PREFIX/bin, the unit
+# naming it and its documentation; make uninstall removes every file.
 stage=$(mktemp -d)
 make -s install PREFIX=/opt/pg DESTDIR="$stage" >/dev/null
 [ -x "$stage/opt/pg/bin/polygraph" ] || fail "make install put no binary in PREFIX/bin"
 grep -q '^ExecStart=/opt/pg/bin/polygraph watch' "$stage/opt/pg/lib/systemd/system/polygraph-watch.service" || fail "make install's unit does not run PREFIX/bin/polygraph"
 [ -s "$stage/opt/pg/share/man/man1/polygraph.1.gz" ] || fail "make install put no man page"
+grep -q '^Documentation=man:polygraph-watch(1) file:///opt/pg/share/doc/polygraph/watch.md' "$stage/opt/pg/lib/systemd/system/polygraph-watch.service" &&
+	[ -s "$stage/opt/pg/share/doc/polygraph/watch.md" ] || fail "make install's unit names documentation it did not install"
 "$stage/opt/pg/bin/polygraph" --version >/dev/null || fail "the installed binary does not run"
+make -s uninstall PREFIX=/opt/pg DESTDIR="$stage"
+left=$(find "$stage" -type f)
+[ -z "$left" ] || fail "make uninstall left: $left"
 rm -rf "$stage"
 
 if dpkg -s polygraph >/dev/null 2>&1; then
