@@ -15,8 +15,10 @@
 #     session list, then gets Ctrl-C;
 #   - http://localhost:4318 becomes a small OTLP/HTTP sink started here
 #     (python3), which must receive the trace.
-# Commands outside the marked blocks are not run; those the README says
-# are not run by it are listed at the end.
+# A command outside the marked blocks must say on its line why it is not
+# run here ("not run by the walkthrough: ...", or that
+# test/package/check.sh runs it), else the walkthrough fails; those are
+# listed at the end.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 readme=$repo/README.md
@@ -47,6 +49,17 @@ mapfile -t cmds < <(awk '
 	{ if (!/^```sh$/) marked = marked && /^$/ }
 ' "$readme")
 [ "${#cmds[@]}" -ge 10 ] || fail "found ${#cmds[@]} marked commands in README.md; the markers are gone?"
+# Every other command of README's ```sh blocks must say why it is not run
+# here, so none is left unchecked by accident.
+unmarked=$(awk '
+	/^<!-- walkthrough -->$/ { marked = 1; next }
+	/^```sh$/ { inblock = 1; run = marked; marked = 0; next }
+	inblock && /^```$/ { inblock = 0; next }
+	inblock && !run && NF && $1 !~ /^#/ { print }
+	{ marked = marked && /^$/ }
+' "$readme" | grep -v -e 'not run by the walkthrough' -e 'test/package/check.sh runs' || true)
+[ -z "$unmarked" ] || fail "README commands neither run here nor saying why not:
+$unmarked"
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
