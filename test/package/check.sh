@@ -7,6 +7,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "package: FAIL: $*" >&2; exit 1; }
+# dpkg, waiting up to a minute for its lock (another apt or dpkg on the
+# machine holds it for a while).
+dpkgw() {
+	local i err
+	err=$(mktemp)
+	for i in $(seq 60); do
+		if dpkg "$@" 2>"$err"; then rm -f "$err"; return 0; fi
+		grep -q 'lock' "$err" || { cat "$err" >&2; rm -f "$err"; return 1; }
+		sleep 1
+	done
+	cat "$err" >&2; rm -f "$err"
+	return 1
+}
+installed() { [ "$(dpkg-query -W -f='${Status}' polygraph 2>/dev/null)" = "install ok installed" ]; }
 [ "$(id -u)" = 0 ] || fail "needs root (dpkg -i, and the demo loads BPF programs)"
 
 make -s deb
@@ -29,12 +43,13 @@ left=$(find "$stage" -type f)
 [ -z "$left" ] || fail "make uninstall left: $left"
 rm -rf "$stage"
 
-if dpkg -s polygraph >/dev/null 2>&1; then
+if installed; then
 	echo "package: polygraph was installed before: removing it first"
-	dpkg -r polygraph >/dev/null
+	dpkgw -r polygraph >/dev/null
 fi
-dpkg -i "$deb" >/dev/null
-trap 'dpkg -r polygraph >/dev/null 2>&1 || true' EXIT
+dpkgw -i "$deb" >/dev/null
+installed || fail "dpkg -i did not install it"
+trap 'dpkgw -r polygraph >/dev/null 2>&1 || true' EXIT
 [ "$(command -v polygraph)" = /usr/bin/polygraph ] || fail "polygraph on PATH is $(command -v polygraph), not /usr/bin/polygraph"
 
 ver=$(/usr/bin/polygraph --version)
@@ -56,7 +71,7 @@ bash -c 'source /usr/share/bash-completion/completions/polygraph && declare -F _
 
 # The demo from the installed binary, into a store of its own.
 store=$(mktemp -d)
-trap 'dpkg -r polygraph >/dev/null 2>&1 || true; rm -rf "$store"' EXIT
+trap 'dpkgw -r polygraph >/dev/null 2>&1 || true; rm -rf "$store"' EXIT
 start=$(date +%s%N)
 POLYGRAPH_HOME=$store /usr/bin/polygraph demo >"$store/demo.out" 2>&1 || { cat "$store/demo.out"; fail "polygraph demo failed"; }
 echo "package: polygraph demo from /usr/bin took $(( ($(date +%s%N) - start) / 1000000 )) ms"
@@ -64,9 +79,13 @@ grep -q 'demo-undeclared-connect\|Findings\|finding' "$store/demo.out" || { cat 
 POLYGRAPH_HOME=$store /usr/bin/polygraph sessions --json | grep -q '"mode":"demo"' || fail "the demo's session is not listed"
 grep -q "\"version\":\"$want " < <(POLYGRAPH_HOME=$store /usr/bin/polygraph sessions --json) || fail "the demo's session does not carry version $want"
 
-dpkg -r polygraph >/dev/null
-dpkg -s polygraph 2>/dev/null | grep -q '^Status: install ok installed' && fail "still installed after dpkg -r"
+dpkgw -r polygraph >/dev/null
+installed && fail "still installed after dpkg -r"
 left=$(ls /usr/bin/polygraph /usr/lib/systemd/system/polygraph-watch.service /usr/share/man/man1/polygraph*.1.gz \
 	/usr/share/bash-completion/completions/polygraph /usr/share/doc/polygraph 2>/dev/null || true)
 [ -z "$left" ] || fail "dpkg -r left: $left"
-echo "package: ok (installed, ran, removed cleanly)"
+# dpkg keeps the removed package's record (its maintainer scripts) until
+# purged; purge it so the machine is as before.
+dpkgw -P polygraph >/dev/null
+dpkg-query -W polygraph >/dev/null 2>&1 && fail "dpkg -P left the package's record"
+echo "package: ok (installed, ran, removed cleanly, purged)"
