@@ -56,6 +56,8 @@ type Report struct {
 	// redacted says Redact masked the report: the timeline masks what
 	// it takes from the events too.
 	redacted bool
+	// charts are the session's charts for the pages (SetCharts).
+	charts []Chart
 }
 
 // TranscriptInfo names the transcript the report read.

@@ -56,6 +56,9 @@ type Timeline struct {
 	// Overview is the whole session on one strip: calls, claims and
 	// findings at their times (x in 0..1000).
 	Overview []Mark
+	// Charts are the session's numbers drawn (Report.SetCharts): the
+	// same as `polygraph stats` prints for it.
+	Charts []Chart
 
 	r        *Report
 	evidence map[uint64]string // the findings' evidence events: the severity
@@ -199,6 +202,7 @@ const (
 func (r *Report) Timeline() *Timeline {
 	if r.timeline == nil {
 		r.timeline = buildTimeline(r, r.attr)
+		r.timeline.Charts = r.charts
 	}
 	return r.timeline
 }
