@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"html"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -273,6 +275,144 @@ func TestChartsEmpty(t *testing.T) {
 	for name, svg := range Charts(Summarise([]*Session{{Agent: "x"}, {Agent: "y", Wall: 1}})) {
 		if !strings.HasSuffix(svg, "</svg>\n") {
 			t.Errorf("%s: %q", name, svg)
+		}
+	}
+}
+
+// titleRe finds a bar's tooltip: "label, series: value".
+var titleRe = regexp.MustCompile(`<title>([^<]*), ([^<,]*): ([^<]*)</title>`)
+
+// barValues reads the bars of a chart: their values by label tooltip and
+// series.
+func barValues(t testing.TB, svg string) map[[2]string]float64 {
+	t.Helper()
+	out := map[[2]string]float64{}
+	for _, m := range titleRe.FindAllStringSubmatch(svg, -1) {
+		var v float64
+		if _, err := fmt.Sscan(m[3], &v); err != nil {
+			t.Fatalf("bar %q: %v", m[0], err)
+		}
+		out[[2]string{html.UnescapeString(m[1]), html.UnescapeString(m[2])}] = v
+	}
+	return out
+}
+
+// TestSessionCharts draws the recorded sessions' charts and reads the
+// numbers back from them: each is Compute's.
+func TestSessionCharts(t *testing.T) {
+	for _, agent := range recorded.Agents {
+		t.Run(agent, func(t *testing.T) {
+			rec, err := recorded.Load(agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := rec.Analyze(t.Context(), t.TempDir(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := Compute(a, nil)
+			charts := map[string]string{}
+			for _, c := range SessionCharts(s) {
+				charts[c.Name] = c.SVG
+				wellFormed(t, c.Name, c.SVG)
+				if !strings.Contains(c.SVG, esc(c.Title)) {
+					t.Errorf("%s does not carry its title %q", c.Name, c.Title)
+				}
+			}
+			if len(charts) != 5 {
+				t.Fatalf("%d charts: %v", len(charts), charts)
+			}
+			calls := barValues(t, charts["session-calls.svg"])
+			for i, c := range s.Calls {
+				tip := fmt.Sprintf("#%d %s", i+1, c.Tool)
+				cpu := 0.0
+				if c.Use != nil {
+					cpu = c.Use.CPU
+				}
+				if calls[[2]string{tip, "wall time (the call to its result)"}] != max(c.Wall, 0) || calls[[2]string{tip, "CPU of its processes"}] != cpu {
+					t.Errorf("call %s: chart %v, %v; stats %v, %v", tip, calls[[2]string{tip, "wall time (the call to its result)"}], calls[[2]string{tip, "CPU of its processes"}], c.Wall, cpu)
+				}
+			}
+			if !strings.Contains(charts["session-calls.svg"], fmt.Sprintf("Tool calls (%d)", len(s.Calls))) || len(s.Calls) != 13 && agent == "claude" {
+				t.Errorf("the calls chart does not count %d calls", len(s.Calls))
+			}
+			execs := barValues(t, charts["session-execs.svg"])
+			shells := map[string]int{}
+			for _, sh := range s.Shells {
+				shells[sh.Who]++
+			}
+			for _, w := range Whos {
+				if execs[[2]string{whoNames[w], "execve"}] != float64(s.ExecsBy[w]) || execs[[2]string{whoNames[w], "shells"}] != float64(shells[w]) {
+					t.Errorf("%s: execs chart %v, stats %d execve %d shells", w, execs, s.ExecsBy[w], shells[w])
+				}
+			}
+			if !strings.Contains(charts["session-execs.svg"], fmt.Sprintf("execve (%d) and shells (%d)", s.Execs, len(s.Shells))) {
+				t.Errorf("the execs chart's title does not say %d execve", s.Execs)
+			}
+			tm := barValues(t, charts["session-time.svg"])
+			if tm[[2]string{"in tool calls", "seconds of the agent's run"}] != s.Time.Tools || tm[[2]string{"waiting on the model", "seconds of the agent's run"}] != s.Time.Model ||
+				tm[[2]string{"the agent's own", "seconds of the agent's run"}] != s.Time.Other {
+				t.Errorf("time chart %v, stats %+v", tm, s.Time)
+			}
+			cpu := barValues(t, charts["session-cpu.svg"])
+			for _, w := range Whos {
+				if cpu[[2]string{whoNames[w], "CPU time of the processes that exited"}] != cpuOf(s, w) {
+					t.Errorf("cpu chart %v, stats %s %v", cpu, w, cpuOf(s, w))
+				}
+			}
+			conns := barValues(t, charts["session-connects.svg"])
+			for _, c := range Classes {
+				if conns[[2]string{c, "connections"}] != float64(s.Connects[c]) {
+					t.Errorf("connects chart %v, stats %v", conns, s.Connects)
+				}
+			}
+		})
+	}
+}
+
+// wellFormed fails when svg is not well-formed XML.
+func wellFormed(t testing.TB, name, svg string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		if _, err := d.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Errorf("%s: %v", name, err)
+			}
+			return
+		}
+	}
+}
+
+// TestSessionChartsEscape draws a session whose agent and tool names are
+// markup, control characters and invalid UTF-8: the charts stay
+// well-formed, and nothing in them is an element the record wrote.
+func TestSessionChartsEscape(t *testing.T) {
+	hostile := "</svg><script>alert(1)</script>\x00\x1b\xff&amp;\"'"
+	s := &Session{Agent: hostile, ExecsBy: map[string]int{WhoTools: 2}, Execs: 2, Connects: map[string]int{}, Use: map[string]*Usage{},
+		Calls: []Call{{ID: hostile, Tool: hostile, Kind: hostile, Wall: 0.5, Use: &Usage{CPU: 0.25}}, {ID: "b", Tool: "Bash", Wall: -1}}}
+	for _, c := range SessionCharts(s) {
+		wellFormed(t, c.Name, c.SVG)
+		for _, bad := range []string{"<script", "</svg><", "\x00", "\x1b", "\xff"} {
+			if strings.Contains(c.SVG, bad) {
+				t.Errorf("%s holds %q", c.Name, bad)
+			}
+		}
+		if strings.Count(c.SVG, "<svg") != 1 || strings.Count(c.SVG, "</svg>") != 1 {
+			t.Errorf("%s: the record closed the SVG element", c.Name)
+		}
+		if c.Name == "session-calls.svg" {
+			if !strings.Contains(c.SVG, "#1 &lt;/svg&gt;&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(c.SVG, "&amp;amp;&#34;&#39;") {
+				t.Errorf("the tool's name is not escaped as text:\n%s", c.SVG)
+			}
+			if v := barValues(t, c.SVG)[[2]string{"#1 " + strings.ToValidUTF8(strings.Map(func(r rune) rune {
+				if r < 0x20 {
+					return '\uFFFD'
+				}
+				return r
+			}, hostile), "\uFFFD"), "CPU of its processes"}]; v != 0.25 {
+				t.Errorf("the hostile call's CPU reads %v", v)
+			}
 		}
 	}
 }

@@ -28,6 +28,9 @@ type Bars struct {
 	Title  string
 	Unit   string // the value axis's label
 	Labels []string
+	// Tips, when set, are the labels' longer names, for the bars'
+	// tooltips (a call's number under its bar, its tool in the tooltip).
+	Tips   []string
 	Series []Series
 	// Stacked stacks the series of a label into one bar.
 	Stacked bool
@@ -68,6 +71,10 @@ func (b Bars) SVG() string {
 	}
 	groupW := float64(plotW) / float64(n)
 	barW := groupW * 0.7
+	// every is how often a label is written under its bars: all of them
+	// while they fit (maxLabels), else every so many (the tooltips name
+	// each bar).
+	every := (n + maxLabels - 1) / maxLabels
 	if !b.Stacked && len(b.Series) > 0 {
 		barW /= float64(len(b.Series))
 	}
@@ -81,7 +88,7 @@ func (b Bars) SVG() string {
 				x = x0 + barW*float64(j)
 			}
 			y0, y1 := scale(base), scale(base+v)
-			c.rect(x, y1, barW, y0-y1, palette[j%len(palette)], fmt.Sprintf("%s, %s: %g", label, s.Name, v))
+			c.rect(x, y1, barW, y0-y1, palette[j%len(palette)], fmt.Sprintf("%s, %s: %g", tip(b.Tips, i, label), s.Name, v))
 			if b.Format != nil && v != 0 && (!b.Stacked || y0-y1 > 12) {
 				ty := y1 - 3
 				if b.Stacked {
@@ -93,7 +100,9 @@ func (b Bars) SVG() string {
 				base += v
 			}
 		}
-		c.text(x0+groupW*0.35, float64(marginT+plotH)+14, "middle", label)
+		if i%every == 0 {
+			c.text(x0+groupW*0.35, float64(marginT+plotH)+14, "middle", label)
+		}
 	}
 	if b.RefLabel != "" {
 		c.ref(scale(b.Ref))
@@ -165,6 +174,17 @@ func (r Ranges) SVG() string {
 	}
 	c.legend([]string{"median", "median to p90 (the whisker reaches the max)"}, r.RefLabel)
 	return c.end()
+}
+
+// maxLabels is how many labels fit under a chart's bars.
+const maxLabels = 20
+
+// tip is the tooltip name of label i: its tip when there is one.
+func tip(tips []string, i int, label string) string {
+	if i < len(tips) && tips[i] != "" {
+		return tips[i]
+	}
+	return label
 }
 
 func at(v []float64, i int) float64 {
@@ -312,4 +332,15 @@ func trim(v float64) string {
 	return s
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes a string from the record (an agent's, a tool's name) text of
+// the SVG document: markup characters escaped, and what XML 1.0 does not
+// allow in a document (control characters, invalid UTF-8) replaced, so
+// the chart stays well-formed as a file and inert inside an HTML page.
+func esc(s string) string {
+	return html.EscapeString(strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF {
+			return r
+		}
+		return '\uFFFD'
+	}, s))
+}
