@@ -17,6 +17,7 @@ import (
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 	"github.com/polygraph/polygraph/internal/untrusted"
 )
 
@@ -98,6 +99,9 @@ func runReport(ctx context.Context, opts *reportOptions, args []string, stdout i
 	} else if opts.transcript == analysis.TranscriptAuto || opts.transcript == analysis.TranscriptNone {
 		return &usageError{analysis.ErrNothing}
 	}
+	if opts.format == "html" {
+		ro.Charts = sessionCharts(pol)
+	}
 	rep, err := reportOnce(ctx, ro)
 	if err != nil {
 		return err
@@ -158,6 +162,12 @@ func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err 
 		w = f
 	}
 	return rep.Write(w, format)
+}
+
+// sessionCharts draws a session's charts for its HTML report: the
+// numbers `polygraph stats` prints for it (stats.ReportCharts).
+func sessionCharts(pol *policy.Policy) func(*analysis.Analysis) []report.Chart {
+	return func(a *analysis.Analysis) []report.Chart { return stats.ReportCharts(a, pol) }
 }
 
 // orList joins items as a sentence does: "a, b or c".

@@ -228,7 +228,11 @@ func recordAndReport(ctx context.Context, ro record.Options, asJSON bool, rf *re
 	}
 	rctx, stop := reportContext(ctx)
 	defer stop()
-	rep, err := reportOnce(rctx, analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol, Home: home})
+	ao := analysis.Options{SessionPath: res.Meta.Path, Transcript: rf.transcript, Policy: pol, Home: home}
+	if rf.html != "" {
+		ao.Charts = sessionCharts(pol)
+	}
+	rep, err := reportOnce(rctx, ao)
 	if err != nil {
 		// The session is safe on disk; say why the report is missing and
 		// keep the command's status.

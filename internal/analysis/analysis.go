@@ -46,6 +46,11 @@ type Options struct {
 	// results in the report (report --no-redact, for root only); by
 	// default Run's report masks them (report.Redact).
 	NoRedact bool
+	// Charts, when set, draws the session's charts for Run's report
+	// (report.Report.SetCharts), which its HTML page shows: package stats
+	// draws them (stats.ReportCharts), and reads this package, so the
+	// caller hands it in.
+	Charts func(*Analysis) []report.Chart
 	// Loaded, when set, is called once the session's events are read,
 	// before they are analysed: where a command tunes the collector for
 	// a heap that is now nearly all live (the library sets no
@@ -99,10 +104,16 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rep *report.Report
 	if o.NoRedact {
-		return a.UnredactedReport(), nil
+		rep = a.UnredactedReport()
+	} else {
+		rep = a.Report()
 	}
-	return a.Report(), nil
+	if o.Charts != nil {
+		rep.SetCharts(o.Charts(a))
+	}
+	return rep, nil
 }
 
 // Analyze reads the session into an Engine and decides, as the live

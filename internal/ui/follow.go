@@ -12,7 +12,9 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/findings"
 	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 )
 
 // follower follows one session while `run` or `watch` records it: it
@@ -34,15 +36,22 @@ type follower struct {
 	readers int
 	idle    time.Time // since when nobody follows
 	done    bool
+
+	// charts are the session's charts as last drawn, at chartsAt: a live
+	// page draws them again at most every chartsEvery (stats measures
+	// the whole session each time).
+	charts   []report.Chart
+	chartsAt time.Time
 }
 
 // How a follower polls: the events every tailEvery (the writer commits
 // every 200 ms), the session's metadata (its end, loss counters) and
 // verdicts every metaEvery.
 const (
-	tailEvery  = 100 * time.Millisecond
-	metaEvery  = 500 * time.Millisecond
-	followIdle = time.Minute
+	tailEvery   = 100 * time.Millisecond
+	metaEvery   = 500 * time.Millisecond
+	followIdle  = time.Minute
+	chartsEvery = 3 * time.Second
 )
 
 // follow returns the follower of session m, starting it if none runs.
@@ -133,7 +142,10 @@ func (f *follower) Decided(a *analysis.Analysis, _ []findings.Record, final bool
 	if final {
 		return // the view of the finished session is made from its file (run)
 	}
-	v, err := render(a, false)
+	if time.Since(f.chartsAt) >= chartsEvery {
+		f.charts, f.chartsAt = stats.ReportCharts(a, f.s.o.Policy), time.Now()
+	}
+	v, err := render(a, false, f.charts)
 	if err != nil {
 		slog.Warn("ui: cannot render a live decision", "session", f.m.ID, "error", err)
 		return

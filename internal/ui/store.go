@@ -17,6 +17,7 @@ import (
 	"github.com/polygraph/polygraph/internal/redact"
 	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 )
 
 // store is what the server knows of the session store: the sessions
@@ -249,16 +250,18 @@ func (s *store) analyse(m session.Meta) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := render(a, true)
+	v, err := render(a, true, stats.ReportCharts(a, s.o.Policy))
 	if err == nil {
 		slog.Debug("ui: analysed", "session", m.ID, "events", len(a.Events), "took", time.Since(t0))
 	}
 	return v, err
 }
 
-// render makes the view of an analysis: its redacted report's timeline.
-func render(a *analysis.Analysis, final bool) (*view, error) {
+// render makes the view of an analysis: its redacted report's timeline,
+// with the session's charts (stats.ReportCharts).
+func render(a *analysis.Analysis, final bool, charts []report.Chart) (*view, error) {
 	rep := a.Report()
+	rep.SetCharts(charts)
 	tl := rep.Timeline()
 	if a.Meta != nil {
 		tl.ServedFrom("/s/" + url.PathEscape(a.Meta.ID))

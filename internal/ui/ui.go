@@ -31,6 +31,7 @@ import (
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/report"
+	"github.com/polygraph/polygraph/internal/stats"
 )
 
 // DefaultListen is where the server listens unless told otherwise.
@@ -281,7 +282,11 @@ func (s *Server) reportFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
-	rep, err := analysis.Run(r.Context(), analysis.Options{SessionPath: m.Path, Transcript: analysis.TranscriptAuto, Policy: s.o.Policy, Home: s.o.Home})
+	o := analysis.Options{SessionPath: m.Path, Transcript: analysis.TranscriptAuto, Policy: s.o.Policy, Home: s.o.Home}
+	if !strings.HasSuffix(r.URL.Path, ".json") {
+		o.Charts = func(a *analysis.Analysis) []report.Chart { return stats.ReportCharts(a, s.o.Policy) }
+	}
+	rep, err := analysis.Run(r.Context(), o)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
