@@ -47,6 +47,10 @@ traced HOME, matching cwd and time) unless --transcript names one (or
 "none"). With --transcript and no SESSION, the report shows the agent's own
 account and claims only, and says that no kernel evidence exists.
 
+The HTML report (--format html) is one self-contained page: the timeline,
+and the session's numbers as inline SVG charts, those polygraph stats
+prints for it.
+
 Secrets in command lines, environments, results and findings (API keys,
 tokens, passwords) are masked in every format; --no-redact shows them as
 recorded, for root only.

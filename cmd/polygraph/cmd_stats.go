@@ -54,7 +54,10 @@ in the terms of the field's published measurements (docs/study.md):
 One session is printed in full; several as a table per agent of each
 measure's median (p90, max). --json prints every session and the
 summaries as one document; --svg DIR writes the summaries' charts as SVG
-files (self-contained, to embed in a page). The policy (--policy) names
+files (self-contained, to embed in a page), and for one session its own
+charts (session-*.svg: its tool calls' wall time and CPU, where its time
+went, CPU by who, execve and shells, connections by destination), which
+its HTML report (report --format html) and its page in polygraph ui show. The policy (--policy) names
 the package registries. Peak RSS is the kernel's maxrss: a process forked
 from the agent starts at the agent's size.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,6 +107,13 @@ func runStats(ctx context.Context, opts *statsOptions, args []string, stdout io.
 			return err
 		}
 		charts := stats.Charts(rep.Summaries)
+		if len(measured) == 1 {
+			// One session: its own charts too, as its report's page
+			// shows them.
+			for _, c := range stats.SessionCharts(measured[0]) {
+				charts[c.Name] = c.SVG
+			}
+		}
 		for _, name := range slices.Sorted(func(yield func(string) bool) {
 			for n := range charts {
 				if !yield(n) {
