@@ -117,8 +117,13 @@ func ReportCharts(a *analysis.Analysis, pol *policy.Policy) []report.Chart {
 	if a == nil || a.Meta == nil {
 		return nil
 	}
+	return pageCharts(Compute(a, pol))
+}
+
+// pageCharts are s's charts as a report carries them.
+func pageCharts(s *Session) []report.Chart {
 	var out []report.Chart
-	for _, c := range SessionCharts(Compute(a, pol)) {
+	for _, c := range SessionCharts(s) {
 		// The SVG is canvas's, which escapes every string it writes
 		// (esc): markup an HTML page can hold as it is.
 		out = append(out, report.Chart{Name: strings.TrimSuffix(c.Name, ".svg"), Title: c.Title, SVG: template.HTML(c.SVG)})

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
+	"github.com/polygraph/polygraph/internal/report"
 	"github.com/polygraph/polygraph/internal/transcript"
 	"github.com/polygraph/polygraph/test/recorded"
 )
@@ -402,6 +404,9 @@ func TestSessionChartsEscape(t *testing.T) {
 			t.Errorf("%s: the record closed the SVG element", c.Name)
 		}
 		if c.Name == "session-calls.svg" {
+			if !strings.Contains(c.SVG, "Tool calls (2)") {
+				t.Errorf("the calls chart does not count 2 calls")
+			}
 			if !strings.Contains(c.SVG, "#1 &lt;/svg&gt;&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(c.SVG, "&amp;amp;&#34;&#39;") {
 				t.Errorf("the tool's name is not escaped as text:\n%s", c.SVG)
 			}
@@ -414,5 +419,26 @@ func TestSessionChartsEscape(t *testing.T) {
 				t.Errorf("the hostile call's CPU reads %v", v)
 			}
 		}
+	}
+}
+
+// TestSessionChartsPage: the hostile session's charts on an HTML report
+// are all there, and the page's only script is its own.
+func TestSessionChartsPage(t *testing.T) {
+	hostile := "</svg><script>alert(1)</script>"
+	s := &Session{Agent: hostile, ExecsBy: map[string]int{}, Connects: map[string]int{}, Use: map[string]*Usage{},
+		Calls: []Call{{ID: hostile, Tool: hostile, Kind: hostile, Wall: 0.5}}}
+	rep := report.Build(&manifest.Meta{ID: "x"}, nil, nil, nil, nil)
+	rep.SetCharts(pageCharts(s))
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, `<figure class="chart"`); n != 5 {
+		t.Errorf("%d charts on the page, want 5", n)
+	}
+	if n := strings.Count(page, "<script"); n != 1 || strings.Contains(page, "alert(1)</script>") {
+		t.Errorf("the page holds %d scripts, or the record's", n)
 	}
 }
