@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 	"github.com/polygraph/polygraph/test/browser"
 	"github.com/polygraph/polygraph/test/recorded"
 )
@@ -52,6 +54,7 @@ func TestBrowserRecorded(t *testing.T) {
 		t.Errorf("%d call rows, want 13", n)
 	}
 	b.Shot(t, "timeline-claude")
+	checkCharts(t, b, sessionStats(t, home, id))
 
 	// The severity filter hides the low finding, on its call and in the
 	// list of findings, and shows it again.
@@ -97,6 +100,41 @@ func TestBrowserRecorded(t *testing.T) {
 		t.Error("the page shows the API key, or does not say it was masked")
 	}
 	b.Check(t)
+}
+
+// checkCharts checks the session's charts on the page in b: all five
+// drawn, and what they say is what stats measures (st).
+func checkCharts(t testing.TB, b *browser.Browser, st *stats.Session) {
+	t.Helper()
+	if n := browser.Eval[int](t, b, `document.querySelectorAll("#charts figure.chart > svg").length`); n != 5 {
+		t.Fatalf("%d charts on the page, want 5", n)
+	}
+	if !browser.Eval[bool](t, b, browser.Visible("#chart-session-time svg")) {
+		t.Error("the time chart is not shown")
+	}
+	title := func(name string) string {
+		return browser.Eval[string](t, b, `document.querySelector("#chart-`+name+` svg > text").textContent`)
+	}
+	if got, want := title("session-calls"), fmt.Sprintf("Tool calls (%d)", len(st.Calls)); !strings.HasPrefix(got, want) {
+		t.Errorf("the calls chart reads %q, stats says %q", got, want)
+	}
+	if got, want := title("session-execs"), fmt.Sprintf("execve (%d) and shells (%d)", st.Execs, len(st.Shells)); !strings.HasPrefix(got, want) {
+		t.Errorf("the execs chart reads %q, stats says %q", got, want)
+	}
+	tips := browser.Eval[[]string](t, b, `[...document.querySelectorAll("#chart-session-execs rect > title")].map(e => e.textContent)`)
+	for _, want := range []string{fmt.Sprintf("its tools, execve: %d", st.ExecsBy[stats.WhoTools]), fmt.Sprintf("the agent's own, execve: %d", st.ExecsBy[stats.WhoAgent])} {
+		if !slices.Contains(tips, want) {
+			t.Errorf("the execs chart's bars %q lack %q", tips, want)
+		}
+	}
+	b.Do(t, 30*time.Second, chromedp.ScrollIntoView(chromedp.CSS("#charts")))
+	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#charts"))); err != nil {
+		t.Errorf("screenshot of the charts: %v", err)
+	} else if err := os.MkdirAll(browser.ShotsDir(), 0o755); err == nil {
+		os.WriteFile(filepath.Join(browser.ShotsDir(), "charts.png"), png, 0o644)
+	}
 }
 
 // setSelect chooses value in the filter select name, as a person does.
@@ -185,6 +223,11 @@ func TestBrowserLive(t *testing.T) {
 		t.Error("the sensitive-read finding is not pinned on call toolu_fake0000")
 	}
 	b.Shot(t, "live")
+	// The live page draws the session's charts too (again every few
+	// seconds at most).
+	if n := browser.Eval[int](t, b, `document.querySelectorAll("#session[data-live] #charts figure.chart > svg").length`); n != 5 {
+		t.Errorf("%d charts on the live page, want 5", n)
+	}
 	exit := 0
 	if err := w.Close(&exit); err != nil {
 		t.Fatal(err)
@@ -196,6 +239,7 @@ func TestBrowserLive(t *testing.T) {
 	if n := browser.Eval[int](t, b, `document.querySelectorAll('.pins .pin[data-rule="sensitive-read"]').length`); n != 1 {
 		t.Errorf("%d sensitive-read pins on the finished page, want 1", n)
 	}
+	checkCharts(t, b, sessionStats(t, home, s.Meta.ID))
 	b.Check(t)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polygraph/polygraph/internal/analysis"
+	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 	"github.com/polygraph/polygraph/test/recorded"
 )
 
@@ -43,6 +47,21 @@ func recordedStore(t testing.TB) (string, map[string]string) {
 		ids[agent] = s.Meta.ID
 	}
 	return home, ids
+}
+
+// sessionStats is what `polygraph stats` measures of the session id in
+// home: what its charts must show.
+func sessionStats(t testing.TB, home, id string) *stats.Session {
+	t.Helper()
+	path, err := session.Resolve(home, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := analysis.Analyze(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats.Compute(a, nil)
 }
 
 // serve starts the server of home on a loopback test listener.
@@ -102,6 +121,21 @@ func TestPages(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Count(body, `class="row call`) != 13 || !strings.Contains(body, `id="finding-F2"`) ||
 		!strings.Contains(body, `<link rel="stylesheet" href="/assets/timeline.css">`) {
 		t.Fatalf("session page: %d\n%.2000s", resp.StatusCode, body)
+	}
+	// The session's charts, inline, with stats' numbers; the same on its
+	// HTML report.
+	st := sessionStats(t, home, ids["claude"])
+	_, rh := get(t, ts.URL+"/s/"+ids["claude"]+"/report.html")
+	for name, page := range map[string]string{"session page": body, "report.html": rh} {
+		if n := strings.Count(page, `<figure class="chart" id="chart-session-`); n != 5 {
+			t.Errorf("%s: %d charts, want 5", name, n)
+		}
+		for _, want := range []string{fmt.Sprintf("Tool calls (%d)", len(st.Calls)), fmt.Sprintf("execve (%d) and shells (%d)", st.Execs, len(st.Shells)),
+			fmt.Sprintf("<title>its tools, execve: %d</title>", st.ExecsBy[stats.WhoTools])} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
 	}
 	for _, p := range []string{"/", "/s/" + ids["claude"], "/s/" + ids["claude"] + "/report.json", "/s/" + ids["claude"] + "/report.html", "/api/sessions"} {
 		_, b := get(t, ts.URL+p)
