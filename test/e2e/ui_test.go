@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/stats"
 	"github.com/polygraph/polygraph/internal/testenv"
 	"github.com/polygraph/polygraph/internal/ui"
 	"github.com/polygraph/polygraph/test/browser"
@@ -96,6 +98,25 @@ func TestUI(t *testing.T) {
 	b.Do(t, 10*time.Second, chromedp.Click(chromedp.CSS(`#filters input[name="sev"][value="high"]`)))
 	if !browser.Eval[bool](t, b, browser.Visible(pin)) {
 		t.Error("ticking high again does not show the sensitive-read finding")
+	}
+	// The session's charts: what `polygraph stats` measures of it.
+	fa, err := analysis.Analyze(t.Context(), analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto})
+	must(t, err)
+	st := stats.Compute(fa, nil)
+	if n := browser.Eval[int](t, b, `document.querySelectorAll("#charts figure.chart > svg").length`); n != 5 {
+		t.Errorf("%d charts on the session's page, want 5", n)
+	}
+	chartTitle := func(name string) string {
+		return browser.Eval[string](t, b, `(document.querySelector("#chart-`+name+` svg > text") || {}).textContent || ""`)
+	}
+	if got, want := chartTitle("session-calls"), fmt.Sprintf("Tool calls (%d)", len(st.Calls)); len(st.Calls) != 2 || !strings.HasPrefix(got, want) {
+		t.Errorf("the calls chart reads %q; stats: %q (2 calls scripted)", got, want)
+	}
+	if got, want := chartTitle("session-execs"), fmt.Sprintf("execve (%d) and shells (%d)", st.Execs, len(st.Shells)); st.Execs == 0 || !strings.HasPrefix(got, want) {
+		t.Errorf("the execs chart reads %q; stats: %q", got, want)
+	}
+	if tips := browser.Eval[[]string](t, b, `[...document.querySelectorAll("#chart-session-execs rect > title")].map(e => e.textContent)`); !slices.Contains(tips, fmt.Sprintf("its tools, execve: %d", st.ExecsBy[stats.WhoTools])) {
+		t.Errorf("the execs chart's bars %q; stats: the tools ran %d", tips, st.ExecsBy[stats.WhoTools])
 	}
 	noKey(t, b)
 
