@@ -99,6 +99,13 @@ func TestBrowserRecorded(t *testing.T) {
 	if strings.Contains(dom, fakeKey) || strings.Contains(dom, fakeKey[:24]) || !strings.Contains(dom, "ANTHROPIC_API_KEY=[REDACTED]") {
 		t.Error("the page shows the API key, or does not say it was masked")
 	}
+	// The HTML report, under its own hash-only CSP: the same charts,
+	// inline, and nothing refused (Check).
+	b.Do(t, 30*time.Second, chromedp.Navigate(ts.URL+"/s/"+id+"/report.html"))
+	if !b.Until(`document.readyState === "complete" && !!document.querySelector("#timeline .row.call")`, 20*time.Second) {
+		t.Fatal("the HTML report did not load")
+	}
+	checkCharts(t, b, sessionStats(t, home, id))
 	b.Check(t)
 }
 
