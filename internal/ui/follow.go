@@ -39,7 +39,8 @@ type follower struct {
 
 	// charts are the session's charts as last drawn, at chartsAt: a live
 	// page draws them again at most every chartsEvery (stats measures
-	// the whole session each time).
+	// the whole session each time). Only Decided touches them, on the
+	// live analysis's goroutine.
 	charts   []report.Chart
 	chartsAt time.Time
 }
