@@ -442,3 +442,27 @@ func TestSessionChartsPage(t *testing.T) {
 		t.Errorf("the page holds %d scripts, or the record's", n)
 	}
 }
+
+// TestSessionChartsManyCalls: a session of many calls draws the first
+// maxChartCalls, says so, and writes no more labels than fit (every bar
+// keeps its tooltip).
+func TestSessionChartsManyCalls(t *testing.T) {
+	s := &Session{ExecsBy: map[string]int{}, Connects: map[string]int{}, Use: map[string]*Usage{}}
+	for i := range 100 {
+		s.Calls = append(s.Calls, Call{ID: fmt.Sprint(i), Tool: "Bash", Wall: float64(i) / 100})
+	}
+	svg := SessionCharts(s)[0].SVG
+	wellFormed(t, "calls", svg)
+	if !strings.Contains(svg, "Tool calls (100; the first 80)") {
+		t.Errorf("the title does not say the calls were cut:\n%.300s", svg)
+	}
+	if n := len(barValues(t, svg)); n != 160 {
+		t.Errorf("%d bars, want 160 (80 calls, wall time and CPU)", n)
+	}
+	if n := len(regexp.MustCompile(`>#\d+</text>`).FindAllString(svg, -1)); n == 0 || n > maxLabels {
+		t.Errorf("%d labels under the bars, want 1 to %d", n, maxLabels)
+	}
+	if v := barValues(t, svg)[[2]string{"#80 Bash", "wall time (the call to its result)"}]; v != 0.79 {
+		t.Errorf("call #80's wall time reads %v, want 0.79", v)
+	}
+}
