@@ -19,7 +19,7 @@ func init() {
 		Frameworks: Frameworks{ATTACK: []string{"T1559"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		Escalated:  Frameworks{ATTACK: []string{"T1041"}, OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
-		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers",
+		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers or any command it is sent (a terminal multiplexer)",
 		Needs:      []string{"sensitive-read", "agent-config-read"},
 		check:      escapedTree,
 	})
@@ -28,6 +28,11 @@ func init() {
 // Container daemons run whatever they are asked to, as root, with the
 // host's files a bind mount away.
 var containerDaemons = []string{"dockerd", "containerd", "podman", "buildkitd", "crio"}
+
+// Terminal multiplexer servers run any command a client sends them
+// (tmux run-shell, send-keys, new-window), in shells that are theirs:
+// the tree's work goes on, untraced, as the user.
+var commandServers = []string{"tmux", "screen", "zellij", "dtach", "abduco"}
 
 // escapedTree is the escaped-tree rule: a Unix stream connect that
 // reached a process outside the tree (the kernel names the listener) or a
@@ -65,6 +70,8 @@ func escapedTree(s *run) []Finding {
 			sev, why = SeverityHigh, "a credential was read earlier in the session (see the sensitive-read / agent-config-read findings): what the outside process does with it is not recorded"
 		case anyName(containerDaemons, peerNames):
 			sev, why = SeverityHigh, "it runs containers as root, with the host's files a bind mount away"
+		case anyName(commandServers, peerNames):
+			sev, why = SeverityHigh, "it runs any command it is sent, in shells of its own that are not traced"
 		}
 		call, who := s.actor(e)
 		g.add(fmt.Sprint(e.PeerPID())+"\x00"+s.actorKey(e), func() *accessGroup {

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,6 +177,54 @@ func (s *facts) oracleUse(e *event.Event, clients []string) string {
 	}
 	if x := s.tree.ExecOf(topID(top)); x != nil && printsCredential(x.Argv()) {
 		return "asked to print it (`" + excerpt(strings.Join(x.Argv(), " "), 60) + "`): the output goes to whoever asked"
+	}
+	// A client uses its credential where its own convention says; one
+	// whose command names the file (git diff ~/.git-credentials, curl
+	// file://…/.netrc, git config --file ~/.pypirc) is reading a file for
+	// whoever named it.
+	for _, id := range []string{e.ExecID, topID(top)} {
+		if x := s.tree.ExecOf(id); x != nil {
+			if a := namesFile(x, e.Path); a != "" {
+				return "asked to read it by name (`" + excerpt(a, 60) + "`): the output goes to whoever asked"
+			}
+		}
+	}
+	return ""
+}
+
+// credentialOptions are the options through which a client is handed a
+// credential file to use (ssh -i KEY, curl --netrc-file F, gcloud
+// --key-file F, kubectl --kubeconfig F): naming the file there is a use.
+var credentialOptions = []string{"-i", "-F", "--identity", "--identity-file", "--netrc-file", "--key-file", "--keyfile",
+	"--kubeconfig", "--credentials", "--credential-file", "--credentials-file", "--cert", "--key", "--cacert", "--config", "--profile"}
+
+// namesFile returns the argument of exec x that names file p (as a path,
+// relative to x's directory or its HOME, or a file:// URL) other than as
+// the value of a credential option, "" for none.
+func namesFile(x *event.Event, p string) string {
+	argv := x.Argv()
+	for i, a := range argv[min(1, len(argv)):] {
+		v := a
+		if opt, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+			if slices.Contains(credentialOptions, opt) {
+				continue
+			}
+			v = after // --file=PATH
+		} else if i > 0 && slices.Contains(credentialOptions, argv[i]) {
+			continue // the value of the option before it (argv[i] is the argument before a)
+		}
+		v = strings.TrimPrefix(v, "file://")
+		switch {
+		case v == "":
+			continue
+		case strings.HasPrefix(v, "~/") && x.Home() != "":
+			v = path.Join(x.Home(), v[2:])
+		case !path.IsAbs(v) && x.Cwd() != "":
+			v = path.Join(x.Cwd(), v)
+		}
+		if path.Clean(v) == p {
+			return a
+		}
 	}
 	return ""
 }

@@ -127,6 +127,33 @@ func TestClientAsOracle(t *testing.T) {
 			},
 			want: []string{"high sensitive-read"},
 		},
+		{
+			// A client names no file when it uses its own credential: one
+			// whose command names it is a reader for whoever named it.
+			name: "git diff of the credential file, curl file:// of .netrc; git pull reads it as its own",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "git diff --no-index ~/.git-credentials /dev/null")
+				g := ag.spawn(200, "t1", "/usr/bin/git", "git", "diff", "--no-index", home+"/.git-credentials", "/dev/null").home(home)
+				g.open(home+"/.git-credentials", "read")
+				b.shell("t2", "curl -s file://$HOME/.netrc")
+				c := ag.spawn(300, "t2", "/usr/bin/curl", "curl", "-s", "file://"+home+"/.netrc").home(home)
+				c.open(home+"/.netrc", "read")
+				b.shell("t4", "ssh -i ~/.ssh/id_ed25519 host true")
+				sh := ag.spawn(500, "t4", "/usr/bin/ssh", "ssh", "-i", home+"/.ssh/id_ed25519", "host", "true").home(home)
+				sh.open(home+"/.ssh/id_ed25519", "read")
+				b.shell("t3", "git pull")
+				p := ag.spawn(400, "t3", "/usr/bin/git", "git", "pull").home(home)
+				h := p.spawn(401, "", "/usr/bin/git", "git", "credential-store", "get")
+				h.open(home+"/.git-credentials", "read")
+			},
+			want: []string{"high sensitive-read", "high sensitive-read", "info sensitive-read", "info sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, "by name") {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
 	})
 }
 
