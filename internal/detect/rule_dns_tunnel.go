@@ -68,16 +68,21 @@ func dnsTunnel(s *run) []Finding {
 			order = append(order, key)
 		}
 		g.procs[e.PID] = true
+		after := secret && secretAt < e.Seq
 		if !g.names[name] {
 			g.names[name] = true
-			if codedName(strings.TrimSuffix(name, parent)) {
+			sub := strings.TrimSuffix(name, parent)
+			// After a secret read, a name outside the allowlist whose
+			// labels hold enough letters to carry a piece of it is data,
+			// however plain its words look.
+			if codedName(sub) || after && carries(sub) && !s.pol.AllowEgress(name, "", 443) {
 				g.coded = append(g.coded, name)
 				g.seqs = append(g.seqs, e.Seq)
 			} else if len(g.seqs) < 20 {
 				g.seqs = append(g.seqs, e.Seq)
 			}
 		}
-		if secret && secretAt < e.Seq {
+		if after {
 			g.afterSecret = true
 		}
 	}
@@ -111,6 +116,22 @@ func dnsTunnel(s *run) []Finding {
 		out = append(out, s.finding(sev, "DNS queries shaped like a tunnel: "+g.parent, detail, g.call, capped(g.seqs, 30), false))
 	}
 	return out
+}
+
+// tunnelCarry is a label's length that carries a piece of a secret (a
+// 16-byte chunk, as words or as hex).
+const tunnelCarry = 16
+
+// carries reports whether a label of sub (a name's part below its
+// domain) is tunnelCarry long or more, in one unbroken run: names people
+// and load balancers make are hyphenated (internal-my-lb-1234567890).
+func carries(sub string) bool {
+	for _, l := range strings.Split(strings.Trim(sub, "."), ".") {
+		if len(l) >= tunnelCarry && !strings.Contains(l, "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // parentDomain is the registrable domain of name, roughly: its last two

@@ -67,5 +67,27 @@ func TestDNSTunnel(t *testing.T) {
 			},
 			want: nil,
 		},
+		{
+			// Words, not hex: no label looks coded, but after a secret
+			// read a name outside the allowlist with letters enough to
+			// carry a piece of it is data. The same lookups before any
+			// secret read, or of allowed names, are not.
+			name: "a secret read, then word-encoded labels",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "python3 x.py")
+				py := ag.spawn(200, "t1", "/usr/bin/python3", "python3", "x.py")
+				py.dns("alphabetagammadelta.0.r1.words.test") // before the read
+				py.open(home+"/.aws/credentials", "read")
+				py.dns("kselhalkellildimkilto.0.r059.exfil.test")
+				py.dns("internal-my-lb-1234567890.us-east-1.elb.amazonaws.com")
+			},
+			want: []string{"high dns-tunnel", "high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := find(t, fs, "dns-tunnel"); !strings.Contains(f.Title, "exfil.test") {
+					t.Errorf("finding %+v", f)
+				}
+			},
+		},
 	})
 }
