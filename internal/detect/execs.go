@@ -51,10 +51,57 @@ func (s *facts) relaunch(e *event.Event) bool {
 	}
 	// No hash (the file was gone before it could be hashed): the very
 	// file an ancestor ran, by path, with no write to it recorded between
-	// that exec and this one (a /proc/self/exe re-exec).
-	return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
+	// that exec and this one (a /proc/self/exe re-exec); or a file an
+	// ancestor wrote after reading its own program (copying itself, as
+	// the flow of the events shows it).
+	if s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool {
 		return im.Exec != nil && im.Exec.Path == e.Path && !s.writtenBetween(e.Path, im.Exec.Seq, e.Seq)
-	})
+	}) {
+		return true
+	}
+	w := s.lastWriteBefore(e.Path, e.Seq)
+	if w < 0 {
+		return false
+	}
+	writer := s.events[w]
+	return s.tree.HasAncestor(e.ExecID, func(im *lineage.Image) bool { return im.ID == writer.ExecID }) && s.readOwnProgram(w)
+}
+
+// lastWriteBefore is the index of the last event before seq that wrote
+// or moved a file to path p, -1 for none.
+func (s *facts) lastWriteBefore(p string, seq uint64) int {
+	id := s.pathID(p)
+	if id < 0 {
+		return -1
+	}
+	i, _ := slices.BinarySearchFunc(s.events, seq, func(e *event.Event, q uint64) int { return cmp.Compare(e.Seq, q) })
+	for i--; i >= 0; i-- {
+		if s.byEvent[i].written == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// readOwnProgram reports whether the image of events[w] opened the file
+// its own exec ran for reading before events[w] (what copying itself
+// takes: /proc/self/exe, which the sensor names by its file).
+func (s *facts) readOwnProgram(w int) bool {
+	writer := s.events[w]
+	x := s.tree.ExecOf(writer.ExecID)
+	im := s.tree.Image(writer.ExecID)
+	if x == nil || im == nil {
+		return false
+	}
+	for _, j := range im.Events {
+		if int(j) >= w {
+			break
+		}
+		if o := s.events[j]; o.Kind == event.KindOpen && o.Path == x.Path && s.byEvent[j].flags&fRead != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // writtenBetween reports whether a recorded event wrote or moved a file

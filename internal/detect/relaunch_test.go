@@ -58,6 +58,29 @@ func TestRelaunch(t *testing.T) {
 			want: nil,
 		},
 		{
+			// The copy itself went unhashed: its writer read its own
+			// program (/proc/self/exe, named by its file) and wrote it.
+			name: "an unhashed copy its writer made from its own program",
+			build: func(b *builder) {
+				ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
+				ag.own().open("/opt/kestrel/bin/kestrel", "read")
+				ag.own().open(worker, "write,create")
+				w := ag.spawn(101, "", worker, "kestrel-worker")
+				w.exit(0)
+			},
+			want: nil,
+		},
+		{
+			name: "an unhashed file its writer wrote without reading its own program",
+			build: func(b *builder) {
+				ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
+				ag.own().open(worker, "write,create")
+				w := ag.spawn(101, "", worker, "kestrel-worker")
+				w.exit(0)
+			},
+			want: []string{"low write-then-exec"},
+		},
+		{
 			name: "unhashed, but rewritten between the execs",
 			build: func(b *builder) {
 				ag := b.agent(100, "/opt/kestrel/bin/kestrel").hash("aa")
