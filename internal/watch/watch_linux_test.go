@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -41,7 +42,9 @@ func startWatch(t *testing.T, store string, homes []string) (<-chan findings.Rec
 	case err := <-done:
 		t.Fatalf("watch: %v", err)
 	}
-	found := make(chan findings.Record, 64)
+	// watch sees the whole host: other agents' findings come too, and a
+	// test reads its own only after stop, so the buffer is large.
+	found := make(chan findings.Record, 4096)
 	go func() {
 		defer close(found)
 		sc := bufio.NewScanner(pr)
@@ -60,7 +63,16 @@ func startWatch(t *testing.T, store string, homes []string) (<-chan findings.Rec
 	stop := func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				// The reader is stuck on a full buffer (a host flooding
+				// findings): let watch's write fail rather than hang.
+				pr.CloseWithError(errors.New("the test stopped reading"))
+				err = <-done
+			}
+			if err != nil && !errors.Is(err, io.ErrClosedPipe) && !strings.Contains(err.Error(), "the test stopped reading") {
 				t.Errorf("watch ended with %v", err)
 			}
 		})
