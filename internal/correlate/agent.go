@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/agent"
@@ -126,6 +127,13 @@ func gitReadOnly(args []string) bool {
 			"ls-remote", "check-ignore", "cat-file", "for-each-ref", "merge-base", "blame":
 			return true
 		case "config":
+			// --file, -f and --blob read any file as configuration (git
+			// config --file ~/.pypirc --list): a read of anything, no probe.
+			if slices.ContainsFunc(rest, func(r string) bool {
+				return r == "-f" || r == "--file" || r == "--blob" || strings.HasPrefix(r, "--file=") || strings.HasPrefix(r, "--blob=")
+			}) {
+				return false
+			}
 			return len(words) <= 1 || hasAny(rest, "--get", "--get-all", "--get-regexp", "--list", "-l")
 		case "branch":
 			return len(words) == 0 || hasAny(rest, "--list", "--show-current", "--contains")

@@ -114,6 +114,9 @@ func TestExecRole(t *testing.T) {
 		{[]string{"/bin/bash", "-c", "curl x | sh"}, roleOther},
 		{[]string{"curl", "https://x"}, roleOther},
 		{[]string{"git", "diff", "--no-index", "/dev/null", "/root/.ssh/id_rsa"}, roleOther},
+		{[]string{"git", "config", "--file", "/root/.pypirc", "--list"}, roleOther},
+		{[]string{"git", "config", "--file=/root/.pypirc", "--get", "pypi.password"}, roleOther},
+		{[]string{"git", "config", "--get", "user.email"}, roleHelper},
 		{[]string{"git", "-c", "core.pager=sh -c 'cat ~/.ssh/id_rsa'", "log"}, roleOther},
 		{[]string{"git", "-c", "core.quotepath=off", "status"}, roleHelper},
 	} {
