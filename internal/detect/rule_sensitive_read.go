@@ -2,17 +2,19 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
 )
 
 func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen},
-		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read",
+		Kinds:    []event.Kind{event.KindOpen, event.KindExec},
+		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
 			OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
@@ -74,6 +76,20 @@ func sensitiveRead(s *run) []Finding {
 			return &accessGroup{path: path, who: who, call: call, sev: sev, note: note, blocked: blocked}
 		}, e.Seq)
 	}
+	// Secrets that live in no file: the kernel keyring and the desktop
+	// keyring hand them to whoever asks their command line to print one.
+	for _, i := range s.execs {
+		e := s.events[i]
+		store, ok := storePrint(e.Argv())
+		if !ok || s.agentOwn(e) {
+			continue
+		}
+		call, who := s.actor(e)
+		g.add(store+"\x00"+s.actorKey(e), func() *accessGroup {
+			return &accessGroup{path: store, who: who, call: call, sev: s.rule.Severity,
+				note: "`" + excerpt(strings.Join(e.Argv(), " "), 80) + "` prints a secret that lives in no file"}
+		}, e.Seq)
+	}
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
@@ -85,6 +101,9 @@ func sensitiveRead(s *run) []Finding {
 			detail += fmt.Sprintf(" (%d times)", len(x.seqs))
 		}
 		title := "Credential file read: " + s.display(x.path)
+		if !strings.HasPrefix(x.path, "/") {
+			title = "Secret read from " + x.path // a store with no file (storePrint)
+		}
 		if x.blocked {
 			title += " (blocked)"
 			detail += "; the isolation masked it, so it read nothing"
@@ -94,4 +113,23 @@ func sensitiveRead(s *run) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// storePrint reports whether argv asks a secret store that keeps no file
+// of its own to print a secret, and names the store: keyctl's print,
+// pipe and read of a key (the kernel keyring), secret-tool's lookup (the
+// desktop keyring), security's find-*-password -w (the macOS keychain).
+func storePrint(argv []string) (string, bool) {
+	if len(argv) < 2 {
+		return "", false
+	}
+	switch prog := policy.ProgramName(argv[0]); {
+	case prog == "keyctl" && (argv[1] == "print" || argv[1] == "pipe" || argv[1] == "read"):
+		return "the kernel keyring", true
+	case prog == "secret-tool" && argv[1] == "lookup":
+		return "the desktop keyring", true
+	case prog == "security" && strings.HasPrefix(argv[1], "find-") && strings.HasSuffix(argv[1], "-password") && slices.Contains(argv[2:], "-w"):
+		return "the keychain", true
+	}
+	return "", false
 }

@@ -176,3 +176,29 @@ func TestSecretIdentityReused(t *testing.T) {
 		},
 	})
 }
+
+// TestSecretStorePrint: secrets that live in no file are read through
+// their store's command line: keyctl print, secret-tool lookup.
+func TestSecretStorePrint(t *testing.T) {
+	runCases(t, []ruleCase{
+		{
+			name: "keyctl print, secret-tool lookup; keyctl add and show are not reads",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "keyctl print $(keyctl search @u user tok)")
+				ag.spawn(200, "t1", "/usr/bin/keyctl", "keyctl", "search", "@u", "user", "tok").exit(0)
+				ag.spawn(201, "t1", "/usr/bin/keyctl", "keyctl", "print", "123456").exit(0)
+				b.shell("t2", "secret-tool lookup service gh")
+				ag.spawn(300, "t2", "/usr/bin/secret-tool", "secret-tool", "lookup", "service", "gh").exit(0)
+				b.shell("t3", "keyctl show @u")
+				ag.spawn(400, "t3", "/usr/bin/keyctl", "keyctl", "show", "@u").exit(0)
+			},
+			want: []string{"high sensitive-read", "high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Title, "kernel keyring") || fs[0].ToolCallID != "t1" {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+	})
+}
