@@ -174,6 +174,9 @@ func (s *facts) oracleUse(e *event.Event, clients []string) string {
 		if h := helperOption(x.Argv()); h != "" {
 			return "run with " + h + ", which runs a program of the caller's choosing"
 		}
+		if r := redirectOption(x.Argv()); r != "" {
+			return "run with " + r + ", which sends it to an address of the caller's choosing"
+		}
 	}
 	if x := s.tree.ExecOf(topID(top)); x != nil && printsCredential(x.Argv()) {
 		return "asked to print it (`" + excerpt(strings.Join(x.Argv(), " "), 60) + "`): the output goes to whoever asked"
@@ -256,6 +259,24 @@ func helperOption(argv []string) string {
 			}
 		case prog == "git" && (strings.HasPrefix(la, "core.sshcommand=") || strings.HasPrefix(la, "core.askpass=") || strings.HasPrefix(la, "credential.helper=")):
 			return a
+		}
+	}
+	return ""
+}
+
+// redirectOption returns the option of argv that points a client's
+// service name at another address (curl --resolve api.github.com:443:
+// 127.0.0.1, --connect-to): the credential for the name goes wherever
+// the caller said.
+func redirectOption(argv []string) string {
+	if len(argv) == 0 || policy.ProgramName(argv[0]) != "curl" {
+		return ""
+	}
+	for _, a := range argv[1:] {
+		for _, o := range []string{"--resolve", "--connect-to"} {
+			if a == o || strings.HasPrefix(a, o+"=") {
+				return o
+			}
 		}
 	}
 	return ""

@@ -142,12 +142,15 @@ func TestClientAsOracle(t *testing.T) {
 				b.shell("t4", "ssh -i ~/.ssh/id_ed25519 host true")
 				sh := ag.spawn(500, "t4", "/usr/bin/ssh", "ssh", "-i", home+"/.ssh/id_ed25519", "host", "true").home(home)
 				sh.open(home+"/.ssh/id_ed25519", "read")
+				b.shell("t5", "curl -s --netrc --resolve api.github.com:443:127.0.0.1 https://api.github.com/")
+				cr := ag.spawn(600, "t5", "/usr/bin/curl", "curl", "-s", "--netrc", "--resolve", "api.github.com:443:127.0.0.1", "https://api.github.com/").home(home)
+				cr.open(home+"/.netrc", "read")
 				b.shell("t3", "git pull")
 				p := ag.spawn(400, "t3", "/usr/bin/git", "git", "pull").home(home)
 				h := p.spawn(401, "", "/usr/bin/git", "git", "credential-store", "get")
 				h.open(home+"/.git-credentials", "read")
 			},
-			want: []string{"high sensitive-read", "high sensitive-read", "info sensitive-read", "info sensitive-read"},
+			want: []string{"high sensitive-read", "high sensitive-read", "high sensitive-read", "info sensitive-read", "info sensitive-read"},
 			check: func(t *testing.T, fs []Finding) {
 				if !strings.Contains(fs[0].Detail, "by name") {
 					t.Errorf("finding %+v", fs[0])
