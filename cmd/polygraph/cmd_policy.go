@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/polygraph/polygraph/internal/stores"
 
@@ -18,15 +19,19 @@ import (
 
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/baseline"
+	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/human"
 	"github.com/polygraph/polygraph/internal/policy"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/textsafe"
 )
 
 // policyOptions are the flags of `polygraph policy`'s verbs.
 type policyOptions struct {
-	policy string
-	json   bool
-	output string
+	policy   string
+	json     bool
+	output   string
+	findings bool // learn: learn from sessions with medium+ findings too
 }
 
 func init() { commands = append(commands, newPolicyCommand) }
@@ -167,7 +172,12 @@ ran (allowed_programs), and the directories they read and wrote
 outside the system directories (allowed_paths, workspace-relative ./ and
 home-relative ~/ where they can be). Under it, report --policy FILE reports every program and path outside
 those lists (unexpected-program, unexpected-path) and every other
-destination (unexpected-egress). docs/policy.md describes the file.`,
+destination (unexpected-egress). docs/policy.md describes the file.
+
+A session with findings at medium or above is refused: an allowlist
+learned from it would allow what they flagged (a credential read, a
+destination the data went to). Review them with report, or pass
+--include-findings to learn from it anyway.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPolicyLearn(cmd.Context(), opts, args, cmd.OutOrStdout())
@@ -175,13 +185,60 @@ destination (unexpected-egress). docs/policy.md describes the file.`,
 	}
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write the policy to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.policy, "policy", "", "policy whose egress allowlist counts as allowed already")
+	cmd.Flags().BoolVar(&opts.findings, "include-findings", false, "learn from sessions with findings at medium or above too (what they flagged is then allowed)")
 	return cmd
+}
+
+// flaggedSessions refuses, in one error, sessions whose findings at
+// medium or above an allowlist learned from them would allow.
+func flaggedSessions(ctx context.Context, args []string, pol *policy.Policy) error {
+	home, err := stores.Home()
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for _, a := range args {
+		path, err := session.Resolve(home, a)
+		if err != nil {
+			return err
+		}
+		an, err := analyzeOnce(ctx, analysis.Options{SessionPath: path, Transcript: analysis.TranscriptAuto, Policy: pol})
+		if err != nil {
+			return err
+		}
+		var fs []string
+		for _, f := range an.Findings {
+			if f.Severity.Rank() >= detect.SeverityMedium.Rank() {
+				fs = append(fs, fmt.Sprintf("%s %s (%s)", f.Severity, f.Rule, textsafe.Line(f.Title)))
+			}
+		}
+		if len(fs) > 0 {
+			id := a
+			if an.Meta != nil {
+				id = an.Meta.ID
+			}
+			more := ""
+			if len(fs) > 3 {
+				more = fmt.Sprintf(", and %d more", len(fs)-3)
+			}
+			bad = append(bad, fmt.Sprintf("%s has %s at medium or above: %s%s", id, human.Count(len(fs), "finding", "findings"), strings.Join(fs[:min(3, len(fs))], "; "), more))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("policy learn: an allowlist learned from these sessions would allow what their findings flagged; review them (polygraph report SESSION), or pass --include-findings: %s", strings.Join(bad, " | "))
 }
 
 func runPolicyLearn(ctx context.Context, opts *policyOptions, args []string, stdout io.Writer) error {
 	pol, err := loadPolicy(opts.policy)
 	if err != nil {
 		return err
+	}
+	if !opts.findings {
+		if err := flaggedSessions(ctx, args, pol); err != nil {
+			return err
+		}
 	}
 	samples, err := observeSessions(ctx, args, pol)
 	if err != nil {

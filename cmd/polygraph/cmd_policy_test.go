@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polygraph/polygraph/internal/detect"
+	"github.com/polygraph/polygraph/internal/event"
 )
 
 // polygraphExit runs the test binary as polygraph with args and returns
@@ -158,5 +160,31 @@ func TestPolicyLearnVerb(t *testing.T) {
 	var verdict bytes.Buffer
 	if err := runPolicyCheck(context.Background(), &policyOptions{}, out, &verdict); err != nil {
 		t.Errorf("policy check of the learned policy: %v\n%s", err, verdict.String())
+	}
+}
+
+// TestPolicyLearnRefusesFlagged: a session whose findings flagged a
+// credential read is refused, naming the finding; --include-findings
+// learns from it anyway.
+func TestPolicyLearnRefusesFlagged(t *testing.T) {
+	evs := testEvents()
+	read := &event.Event{TS: testStart.Add(30 * time.Millisecond), Kind: event.KindOpen, PID: 101, TID: 101, PPID: 1, Comm: "npm",
+		ExecID: event.ExecID(101, 1), Path: "/home/dev/.aws/credentials", Access: "read", Result: event.Ptr(int64(7))}
+	read.Complete()
+	evs = append(evs[:len(evs)-1], read, evs[len(evs)-1])
+	m := newTestSession(t, evs, nil, false)
+	out := filepath.Join(t.TempDir(), "learned.yaml")
+	err := runPolicyLearn(context.Background(), &policyOptions{output: out}, []string{m.ID}, nil)
+	if err == nil || !strings.Contains(err.Error(), "high sensitive-read") || !strings.Contains(err.Error(), "--include-findings") {
+		t.Fatalf("learn from a flagged session: %v, want a refusal naming the finding", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused learn wrote the policy file")
+	}
+	if err := runPolicyLearn(context.Background(), &policyOptions{output: out, findings: true}, []string{m.ID}, nil); err != nil {
+		t.Fatalf("learn --include-findings: %v", err)
+	}
+	if doc, err := os.ReadFile(out); err != nil || !strings.Contains(string(doc), m.ID) {
+		t.Errorf("learned policy %q, %v", doc, err)
 	}
 }
