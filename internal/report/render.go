@@ -175,13 +175,18 @@ func (r *Report) textFindings(b *strings.Builder) {
 			b.WriteString("  none that the transcript alone can show\n")
 		}
 	}
+	var notes, noteIDs []string // info findings: notes, not alarms, summed up in one line
+	noteCount := map[string]int{}
 	for _, f := range r.Findings {
-		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, textsafe.Line(f.Title))
 		if f.Severity == detect.SeverityInfo {
-			// Notes, not alarms: one line each, their detail in the
-			// other formats.
+			if noteCount[f.Rule] == 0 {
+				notes = append(notes, f.Rule)
+			}
+			noteCount[f.Rule]++
+			noteIDs = append(noteIDs, f.ID)
 			continue
 		}
+		fmt.Fprintf(b, "  %-3s %-8s %-22s %s\n", f.ID, strings.ToUpper(string(f.Severity)), f.Rule, textsafe.Line(f.Title))
 		if f.Detail != "" {
 			// One line: the rules write none with newlines, so any it
 			// has came from a name in the record.
@@ -202,6 +207,19 @@ func (r *Report) textFindings(b *strings.Builder) {
 		if fw := frameworks(f.Frameworks); fw != "" {
 			fmt.Fprintf(b, "               %s\n", fw)
 		}
+	}
+	if len(notes) > 0 {
+		parts := make([]string, len(notes))
+		total := 0
+		for i, n := range notes {
+			parts[i] = fmt.Sprintf("%s ×%d", n, noteCount[n])
+			total += noteCount[n]
+		}
+		ids := strings.Join(noteIDs[:min(len(noteIDs), 12)], " ")
+		if len(noteIDs) > 12 {
+			ids += " …"
+		}
+		fmt.Fprintf(b, "  %s INFO: %s (%s, not alarms; --format json or html has each)\n", ids, strings.Join(parts, ", "), human.Count(total, "note", "notes"))
 	}
 }
 

@@ -406,7 +406,7 @@ func TestWriteTextNoise(t *testing.T) {
 	}
 	got := b.String()
 	for _, want := range []string{
-		"  F1  INFO     untrusted-binary       ran a workspace script\n\nTOOL CALLS",
+		"  F1 INFO: untrusted-binary ×1 (1 note, not alarms; --format json or html has each)\n\nTOOL CALLS",
 		"kernel saw:  2 processes: [Claude Code's snapshot-eval wrapper] make test, make test; read /p/Makefile, 2 system files\n",
 		"\"Tests pass\" → backed by c1\n",
 		"UNATTRIBUTED (31 events; 2 processes)\n  03:04:05.000  pid 7       cat  (1 open)\n               read /h/.netrc\n" +
