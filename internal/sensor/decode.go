@@ -64,17 +64,15 @@ type Decoder struct {
 	BootOffset time.Time
 	// PageKB is the page size in KiB, for max RSS.
 	PageKB uint64
-	// Home, when set, gives the HOME of process pid's environment for an
-	// exec whose record carried none in the environment the kernel copied
-	// (a HOME past ENV_MAX bytes, or a copy that failed). An exec event
-	// records it (Process.Home): the home its "~/" means, which need not
-	// be polygraph's. The live sensor reads /proc (home_linux.go); a
-	// decoder of recorded bytes has none.
-	Home func(pid uint32) string
-	// EnvVar, when set, gives variable name of process pid's
-	// environment, for an exec whose record's copy of the environment
-	// was cut (as Home does for HOME): the live sensor reads /proc.
-	EnvVar func(pid uint32, name string) string
+	// Environ, when set, appends process pid's environment (NUL-separated,
+	// as /proc/PID/environ holds it) to buf and returns it, for an exec
+	// whose record's copy of the environment was cut or failed and lacks
+	// its HOME or a location variable (a variable past ENV_MAX bytes). An
+	// exec event records its HOME (Process.Home: the home its "~/" means,
+	// which need not be polygraph's) and location variables. The live
+	// sensor reads /proc, once per such exec (home_linux.go); a decoder
+	// of recorded bytes has none.
+	Environ func(pid uint32, buf []byte) []byte
 	// Exe, when set, gives the executable of process pid, for the events
 	// naming a process the kernel could not walk the executable of (a
 	// memread's or inject's target, a FIFO's outside peer that exited).
@@ -108,6 +106,8 @@ type Decoder struct {
 	u32      event.Slab[uint32]
 	i64      event.Slab[int64]
 	ints     event.Slab[int]
+
+	envBuf []byte // Environ's buffer, reused
 }
 
 // maxPaths bounds Decoder.paths; past it the cache starts over.
@@ -353,14 +353,9 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 	}
 	e.Process.UID = d.u32.Ptr(r.Uid)
 	e.Process.Deleted = r.H.Flags&flagDeleted != 0
-	// HOME from the environment the kernel copied at the exec; from
-	// /proc only where it may lie past what it copies (or nothing was).
-	home, found := envHome(eb)
-	if !found && (len(eb) == 0 || len(eb) >= envMax) && d.Home != nil {
-		home = d.Home(r.H.Pid)
-	}
-	e.Process.Home = home
-	e.Process.Env = d.locationEnv(eb, r.H.Pid)
+	env := d.execEnv(eb, r.H.Pid)
+	e.Process.Home = env.home
+	e.Process.Env = env.location()
 	return e, nil
 }
 
@@ -372,23 +367,17 @@ func (d *Decoder) decodeExec(b []byte) (*event.Event, error) {
 var locationVars = append(agent.LocationVars(), "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH",
 	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "NODE_OPTIONS", "BASH_ENV")
 
-// locationEnv returns the locationVars set in env, the environment the
-// kernel copied at an exec, as NAME=value; a variable past the copy is
-// read with d.EnvVar (the copy was cut or failed).
-func (d *Decoder) locationEnv(env []byte, pid uint32) []string {
-	var out []string
-	cut := len(env) == 0 || len(env) >= envMax
-	for _, name := range locationVars {
-		v, found := envVar(env, name)
-		if !found && cut && d.EnvVar != nil {
-			v = d.EnvVar(pid, name)
-			found = v != ""
-		}
-		if found {
-			out = append(out, name+"="+v)
-		}
+// execEnv finds HOME and the location variables in the environment the
+// kernel copied at an exec, in one pass; from /proc, in one read, only
+// where they may lie past what it copies (or nothing was copied).
+func (d *Decoder) execEnv(eb []byte, pid uint32) execEnv {
+	var env execEnv
+	env.scan(eb, false)
+	if (len(eb) == 0 || len(eb) >= envMax) && !env.complete() && d.Environ != nil {
+		d.envBuf = d.Environ(pid, d.envBuf[:0])
+		env.scan(d.envBuf, true)
 	}
-	return out
+	return env
 }
 
 func splitArgv(b []byte) []string {

@@ -2,6 +2,7 @@ package sensor
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -49,6 +50,31 @@ func ProcEnv(pid uint32, name string) (value string, found bool) {
 		return "", false
 	}
 	return envVar(b, name)
+}
+
+// procEnviron appends process pid's environment, read from
+// /proc/PID/environ now, to buf: one read of environMax bytes for nearly
+// every environment, the rest read whole. A process gone appends nothing.
+func procEnviron(pid uint32, buf []byte) []byte {
+	path := "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/environ"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return buf
+	}
+	defer unix.Close(fd)
+	buf = slices.Grow(buf, environMax)
+	n, err := unix.Read(fd, buf[len(buf):len(buf)+environMax])
+	if err != nil || n <= 0 {
+		return buf
+	}
+	if n < environMax {
+		return buf[:len(buf)+n]
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return buf
+	}
+	return append(buf, b...)
 }
 
 var environBuf = sync.Pool{New: func() any { b := make([]byte, environMax); return &b }}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestEnvHome(t *testing.T) {
+func TestExecEnvHome(t *testing.T) {
 	for _, tc := range []struct {
 		env, want string
 		found     bool
@@ -21,8 +21,10 @@ func TestEnvHome(t *testing.T) {
 		{"HOMEDIR=/x\x00HOME=/y\x00", "/y", true},
 		{"", "", false},
 	} {
-		if got, found := envHome([]byte(tc.env)); got != tc.want || found != tc.found {
-			t.Errorf("envHome(%q) = %q, %v; want %q, %v", tc.env, got, found, tc.want, tc.found)
+		var f execEnv
+		f.scan([]byte(tc.env), false)
+		if f.home != tc.want || f.hasHome != tc.found {
+			t.Errorf("execEnv.scan(%q) = %q, %v; want %q, %v", tc.env, f.home, f.hasHome, tc.want, tc.found)
 		}
 	}
 }
@@ -87,19 +89,44 @@ func BenchmarkProcHome(b *testing.B) {
 }
 
 // TestLocationEnv: an exec records the agents' location variables it
-// had, from the kernel's copy of its environment, and asks /proc only for
-// a copy that was cut.
+// had, from the kernel's copy of its environment, in one pass, and reads
+// /proc once, only for a copy that was cut and lacks one of them.
 func TestLocationEnv(t *testing.T) {
 	d := NewDecoder(time.Time{})
-	var asked []string
-	d.EnvVar = func(pid uint32, name string) string { asked = append(asked, name); return "/from/proc" }
-	got := d.locationEnv([]byte("PATH=/bin\x00CODEX_HOME=/srv/codex\x00HOME=/h\x00"), 1)
-	if want := []string{"CODEX_HOME=/srv/codex"}; fmt.Sprint(got) != fmt.Sprint(want) || len(asked) != 0 {
-		t.Errorf("locationEnv = %q (asked /proc for %q), want %q", got, asked, want)
+	var asked int
+	d.Environ = func(pid uint32, buf []byte) []byte {
+		asked++
+		return append(buf, "HOME=/from/proc\x00CODEX_HOME=/from/proc\x00GIT_SSH=\x00NODE_OPTIONS=--x\x00"...)
+	}
+	env := func(eb []byte) (string, []string) {
+		f := d.execEnv(eb, 1)
+		return f.home, f.location()
+	}
+	home, got := env([]byte("PATH=/bin\x00CODEX_HOME=/srv/codex\x00HOME=/h\x00CODEX_HOME=/second\x00"))
+	if want := []string{"CODEX_HOME=/srv/codex"}; fmt.Sprint(got) != fmt.Sprint(want) || home != "/h" || asked != 0 {
+		t.Errorf("locationEnv = %q, home %q (asked /proc %d times), want %q, /h", got, home, asked, want)
 	}
 	cut := make([]byte, envMax)
-	copy(cut, "PATH=/bin\x00")
-	if got := d.locationEnv(cut, 1); len(got) == 0 || len(asked) == 0 {
-		t.Errorf("a cut copy: locationEnv = %q, /proc asked for %q", got, asked)
+	copy(cut, "PATH=/bin\x00NODE_OPTIONS=--own\x00")
+	home, got = env(cut)
+	if want := []string{"CODEX_HOME=/from/proc", "NODE_OPTIONS=--own"}; fmt.Sprint(got) != fmt.Sprint(want) || home != "/from/proc" || asked != 1 {
+		t.Errorf("a cut copy: locationEnv = %q, home %q, /proc asked %d times; want %q, /from/proc, once", got, home, asked, want)
+	}
+}
+
+// BenchmarkExecEnv finds HOME and the location variables in a 3 KiB
+// environment, as an exec's record carries it (HOME last).
+func BenchmarkExecEnv(b *testing.B) {
+	var eb []byte
+	for i := range 48 {
+		eb = fmt.Appendf(eb, "VAR_%02d=%060d\x00", i, i)
+	}
+	eb = append(eb, "CODEX_HOME=/srv/codex\x00HOME=/srv/elsewhere\x00"...)
+	d := NewDecoder(time.Time{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if d.execEnv(eb, 1).home != "/srv/elsewhere" {
+			b.Fatal("wrong HOME")
+		}
 	}
 }

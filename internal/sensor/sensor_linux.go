@@ -153,8 +153,7 @@ func New(opts Options) (*Sensor, error) {
 	}
 	s.dec = NewDecoder(bootOffset())
 	s.dec.PageKB = uint64(os.Getpagesize() / 1024)
-	s.dec.Home = procHome
-	s.dec.EnvVar = func(pid uint32, name string) string { v, _ := ProcEnv(pid, name); return v }
+	s.dec.Environ = procEnviron
 	s.dec.Exe = procExe
 	return s, nil
 }
