@@ -345,11 +345,15 @@ func sudoCredential() (*syscall.Credential, []string) {
 // it. While recording the heap is small and nearly all of it garbage
 // (decoded events on their way into the session): collecting at 5× the
 // live heap instead of 2× took a quarter off the sensor's user-space CPU
-// in the bench's file storm, for ~10 MB more peak RSS (docs/bench.md). The
-// soft limit keeps the heap from growing past 64 MiB on that account.
+// in the bench's file storm (docs/bench.md). The soft limit bounds what
+// that costs in memory when events arrive faster than the session takes
+// them and the live heap grows: at 64 MiB the file storm's Go memory
+// peaked at 45–49 MB (89–90 MB RSS), at 32 MiB at 33–37 MB (77 MB RSS),
+// for the same CPU. The collector's CPU limiter keeps a live heap above
+// the limit from making it collect without end.
 func recordingGC() (restore func()) {
 	pct := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(64 << 20)
+	limit := debug.SetMemoryLimit(32 << 20)
 	return func() {
 		debug.SetMemoryLimit(limit)
 		debug.SetGCPercent(pct)
