@@ -537,25 +537,16 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+/* send_exec sends the exec record of image f that task p runs: its
+ * path, cwd, argv, script name (fname, or none) and environment, built in
+ * s. flags are the header's so far. */
+static __always_inline void send_exec(struct scratch *s, struct task_struct *p, struct file *f, const char *fname,
+				      __u64 ts, __u64 image_ns, __u8 flags)
 {
-	struct proc_info *pi = current_proc();
-	if (!pi && !watch_exec_all())
-		return 0;
-	struct scratch *s = get_scratch();
-	if (!s)
-		return 0;
-
-	__u64 now = bpf_ktime_get_boot_ns();
-	if (pi)
-		pi->image_ns = now;
 	struct ev_exec *e = (void *)s->b;
-	__u8 flags = pi ? 0 : EVF_OUTSIDE;
-	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXEC, now, now);
+	fill_header(&e->h, bpf_get_current_task_btf(), EV_EXEC, ts, image_ns);
 	e->uid = p->cred->uid.val;
 
-	struct file *f = bprm->file;
 	/* An image with no links left (deleted, or a memfd) can only have
 	 * run from an fd: fexecve, /proc/self/fd/N. */
 	if (BPF_CORE_READ(f, f_inode, i_nlink) == 0)
@@ -577,11 +568,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		alen = 0;
 	e->argv_len = alen;
 	off += alen;
-	/* A script: bprm->interp was replaced by the interpreter's name, and
-	 * bprm->file is the interpreter. Keep the script's own name. */
 	e->script_len = 0;
-	const char *fname = bprm->filename;
-	if (bprm->interp != fname) {
+	if (fname) {
 		long n = bpf_probe_read_kernel_str(&s->b[OFF17(off)], USTR_MAX, fname);
 		if (n > 0) {
 			e->script_len = n;
@@ -602,6 +590,30 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	off += elen;
 	e->h.flags = flags;
 	submit_sec(s, off);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct proc_info *pi = current_proc();
+	if (!pi && !watch_exec_all())
+		return 0;
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	/* Watch mode: an exec outside every tree is reported only when it
+	 * may be an agent's (watch.h), so the host's other execs cost one
+	 * look at names, not a record. */
+	if (!pi && !watch_candidate(s, p, bprm))
+		return 0;
+
+	__u64 now = bpf_ktime_get_boot_ns();
+	if (pi)
+		pi->image_ns = now;
+	/* A script: bprm->interp was replaced by the interpreter's name, and
+	 * bprm->file is the interpreter. Keep the script's own name. */
+	const char *fname = bprm->filename;
+	send_exec(s, p, bprm->file, bprm->interp != fname ? fname : 0, now, now, pi ? 0 : EVF_OUTSIDE);
 	return 0;
 }
 

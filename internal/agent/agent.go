@@ -314,6 +314,15 @@ func isNumber(s string) bool {
 	return true
 }
 
+// Installs returns every profile's install-path fragments.
+func Installs() []string {
+	var out []string
+	for _, p := range registry {
+		out = append(out, p.Installs...)
+	}
+	return out
+}
+
 // Programs returns every profile's program names.
 func Programs() []string {
 	var out []string

@@ -350,6 +350,8 @@ const (
 	polygraphMapUnixSent          = "unix_sent"
 	polygraphMapUringPend         = "uring_pend"
 	polygraphMapUringSeen         = "uring_seen"
+	polygraphMapWatchCands        = "watch_cands"
+	polygraphMapWatchNames        = "watch_names"
 	polygraphMapWatched           = "watched"
 	polygraphProgHandleExec       = "handle_exec"
 	polygraphProgHandleExit       = "handle_exit"
@@ -373,7 +375,10 @@ const (
 	polygraphVarUnusedUring       = "_unused_uring"
 	polygraphVarSensorPgid        = "sensor_pgid"
 	polygraphVarSensorPid         = "sensor_pid"
+	polygraphVarWatchFilter       = "watch_filter"
+	polygraphVarWatchFrags        = "watch_frags"
 	polygraphVarWatchMode         = "watch_mode"
+	polygraphVarWatchNfrags       = "watch_nfrags"
 )
 
 // loadPolygraph returns the embedded CollectionSpec for polygraph.
@@ -449,6 +454,8 @@ type polygraphMapSpecs struct {
 	UnixSent   *ebpf.MapSpec `ebpf:"unix_sent"`
 	UringPend  *ebpf.MapSpec `ebpf:"uring_pend"`
 	UringSeen  *ebpf.MapSpec `ebpf:"uring_seen"`
+	WatchCands *ebpf.MapSpec `ebpf:"watch_cands"`
+	WatchNames *ebpf.MapSpec `ebpf:"watch_names"`
 	Watched    *ebpf.MapSpec `ebpf:"watched"`
 }
 
@@ -469,7 +476,10 @@ type polygraphVariableSpecs struct {
 	UnusedUring      *ebpf.VariableSpec `ebpf:"_unused_uring"`
 	SensorPgid       *ebpf.VariableSpec `ebpf:"sensor_pgid"`
 	SensorPid        *ebpf.VariableSpec `ebpf:"sensor_pid"`
+	WatchFilter      *ebpf.VariableSpec `ebpf:"watch_filter"`
+	WatchFrags       *ebpf.VariableSpec `ebpf:"watch_frags"`
 	WatchMode        *ebpf.VariableSpec `ebpf:"watch_mode"`
+	WatchNfrags      *ebpf.VariableSpec `ebpf:"watch_nfrags"`
 }
 
 // polygraphObjects contains all objects after they have been loaded into the kernel.
@@ -508,6 +518,8 @@ type polygraphMaps struct {
 	UnixSent   *ebpf.Map `ebpf:"unix_sent"`
 	UringPend  *ebpf.Map `ebpf:"uring_pend"`
 	UringSeen  *ebpf.Map `ebpf:"uring_seen"`
+	WatchCands *ebpf.Map `ebpf:"watch_cands"`
+	WatchNames *ebpf.Map `ebpf:"watch_names"`
 	Watched    *ebpf.Map `ebpf:"watched"`
 }
 
@@ -529,6 +541,8 @@ func (m *polygraphMaps) Close() error {
 		m.UnixSent,
 		m.UringPend,
 		m.UringSeen,
+		m.WatchCands,
+		m.WatchNames,
 		m.Watched,
 	)
 }
@@ -550,7 +564,10 @@ type polygraphVariables struct {
 	UnusedUring      *ebpf.Variable `ebpf:"_unused_uring"`
 	SensorPgid       *ebpf.Variable `ebpf:"sensor_pgid"`
 	SensorPid        *ebpf.Variable `ebpf:"sensor_pid"`
+	WatchFilter      *ebpf.Variable `ebpf:"watch_filter"`
+	WatchFrags       *ebpf.Variable `ebpf:"watch_frags"`
 	WatchMode        *ebpf.Variable `ebpf:"watch_mode"`
+	WatchNfrags      *ebpf.Variable `ebpf:"watch_nfrags"`
 }
 
 // polygraphPrograms contains all programs after they have been loaded into the kernel.

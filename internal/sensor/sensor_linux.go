@@ -138,6 +138,12 @@ func New(opts Options) (*Sensor, error) {
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
 	s.tracked, s.lost, s.peerBytes = s.coll.Maps["tracked"], s.coll.Maps["lost"], s.coll.Maps["peer_bytes"]
+	if opts.Watch {
+		if err := s.fillWatchNames(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if err := s.attach(spec); err != nil {
 		s.Close()
 		return nil, err

@@ -216,6 +216,9 @@ func (w *watcher) sink(ev *event.Event) {
 			w.start(p, ev)
 			return
 		}
+		// The kernel reported it as a possible agent (or as the image of
+		// an outsider's open): it is none, and its children need not be.
+		w.s.NotAgent(ev.PID)
 		w.remember(ev)
 	case ev.Kind == event.KindOpen:
 		w.outsider(ev)
