@@ -125,7 +125,7 @@ func New(opts Options) (*Sensor, error) {
 			s.noteUnavailable(f)
 		}
 	}
-	s.coll, err = ebpf.NewCollection(spec)
+	s.coll, err = loadCollection(spec)
 	if err != nil {
 		// The verifier refuses with EACCES too: that is no lack of privilege.
 		var ve *ebpf.VerifierError
