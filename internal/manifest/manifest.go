@@ -36,6 +36,9 @@ type Meta struct {
 	Events      uint64            `json:"events"`
 	Lost        map[string]uint64 `json:"lost,omitempty"`        // per ring buffer / stage
 	Unavailable []string          `json:"unavailable,omitempty"` // sensor features the kernel refused
+	// Hooks says which hooks the sensor ran on, and what the faster
+	// ones (fentry, BPF LSM) answered when it started (sensor.HookPath).
+	Hooks string `json:"hooks,omitempty"`
 	// Repeats sums up the guarded files the tree opened again and again:
 	// each process's first open of a guarded file keeps the security
 	// ring's priority, and the repeats (counted here, per file) go with

@@ -47,7 +47,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	defer s.Close()
 	sensor.ReleaseLoadMemory()
 
-	w, err := session.Create(o.Home, newMeta(o, s.Unavailable()))
+	meta := newMeta(o, s.Unavailable())
+	meta.Hooks = s.HookPath()
+	w, err := session.Create(o.Home, meta)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 // Sensor is the loaded and attached set of BPF programs.
 type Sensor struct {
 	coll        *ebpf.Collection
+	hooks       string // HookPath
 	tracked     *ebpf.Map
 	lost        *ebpf.Map
 	peerBytes   *ebpf.Map
@@ -125,7 +126,11 @@ func New(opts Options) (*Sensor, error) {
 			s.noteUnavailable(f)
 		}
 	}
+	// The faster hooks are probed beside the load (a few ms).
+	probed := make(chan string, 1)
+	go func() { probed <- probeHooks() }()
 	s.coll, err = loadCollection(spec)
+	s.hooks = <-probed
 	if err != nil {
 		// The verifier refuses with EACCES too: that is no lack of privilege.
 		var ve *ebpf.VerifierError

@@ -2,6 +2,7 @@ package sensor
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,22 @@ func TestRingSize(t *testing.T) {
 		s.Close()
 		if int(got) != tc.want {
 			t.Errorf("asked %d: ring of %d bytes, want %d", tc.ask, got, tc.want)
+		}
+	}
+}
+
+// TestHookPath: the sensor says which hooks it runs on and what the
+// faster ones answered; here they are tracepoints, whatever fentry and
+// BPF LSM said.
+func TestHookPath(t *testing.T) {
+	testenv.RequireRoot(t)
+	s, err := New(Options{})
+	testenv.Feature(t, "BPF sensor", err)
+	defer s.Close()
+	h := s.HookPath()
+	for _, want := range []string{"tp_btf sys_exit", "fentry ", "BPF LSM "} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HookPath() = %q, want it to say %q", h, want)
 		}
 	}
 }

@@ -42,6 +42,7 @@ func (w *watcher) record(meta manifest.Meta, path, transcript string) (*recordin
 	if added {
 		meta.Secrets = record.Secrets(meta.Homes)
 	}
+	meta.Hooks = w.s.HookPath()
 	sw, err := session.Create(w.o.Home, meta)
 	if err != nil {
 		return nil, err
