@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polygraph/polygraph/internal/record"
+	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/textsafe"
+	"github.com/polygraph/polygraph/internal/version"
 )
 
 // Exit codes, mapped in one place. `run` passes the traced command's own
@@ -78,6 +80,12 @@ own status (127 when the command is not found).`,
 		},
 	}
 	root.PersistentFlags().BoolVarP(&opts.verbose, "verbose", "v", false, "log debug messages to stderr")
+	// --version says which polygraph this is and which hooks its sensor
+	// runs on here, with what the faster ones (fentry, BPF LSM) answer:
+	// probed, as root, when asked.
+	root.Version = version.Get().String()
+	cobra.AddTemplateFunc("hooks", hookLine)
+	root.SetVersionTemplate("polygraph {{.Version}}\nhooks: {{hooks}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err}
 	})
@@ -123,6 +131,15 @@ func run() int {
 	root := newRootCommand()
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(withUsage(cmd, err), ctx.Err() != nil)
+}
+
+// hookLine is --version's hooks line (sensor.HookReport).
+func hookLine() string {
+	h, err := sensor.HookReport()
+	if err != nil {
+		return "not probed: " + err.Error()
+	}
+	return h
 }
 
 // withUsage adds the verb's usage line to a usage error, on the same line,

@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 )
 
 // The sensor's hooks are tracepoints: tp_btf sys_exit, which every
@@ -67,3 +68,14 @@ func short(err error) string {
 // HookPath says which hooks the sensor runs on, and what the faster ones
 // (fentry, BPF LSM) answered when it started.
 func (s *Sensor) HookPath() string { return s.hooks }
+
+// HookReport probes the hooks without loading the sensor (`polygraph
+// --version`): which path the sensor would run on here and what fentry
+// and BPF LSM answer. It needs the privileges New needs.
+func HookReport() (string, error) {
+	if !privileged() {
+		return "", ErrPermission
+	}
+	_ = rlimit.RemoveMemlock()
+	return probeHooks(), nil
+}
