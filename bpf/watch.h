@@ -32,9 +32,15 @@ struct watch_key {
 };
 _Static_assert(sizeof(struct watch_key) == sizeof(struct file_id), "watched is looked up with a struct file_id");
 
-/* watched holds the agents' config and credential files and directories;
- * user space fills it at start. A file directly inside a watched
+/* watched holds the agents' config and credential files and directories,
+ * and the directories holding them; user space fills it at start. Its
+ * value says which (WATCH_*): an open is looked up by its file's parent
+ * first, so an open in a directory holding nothing watched (nearly every
+ * open of the host) costs one lookup; a file directly inside a watched
  * directory matches through its parent. */
+#define WATCH_SELF 1  /* the file or directory itself is watched */
+#define WATCH_DIR 2   /* a watched directory: a file directly in it matches */
+#define WATCH_CHILD 4 /* a directory holding a watched file or directory */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -194,19 +200,38 @@ static __always_inline void send_exec(struct scratch *s, struct task_struct *p, 
 				      __u64 ts, __u64 image_ns, __u8 flags);
 
 /* watch_hit reports whether the file fd refers to, or its directory, is
- * watched: two hash lookups, all an untracked process's open costs. */
+ * watched: one hash lookup (its directory's) unless that directory holds
+ * or is a watched entry. */
 static __always_inline bool watch_hit(struct task_struct *t, long fd)
 {
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return false;
-	if (HAVE_TYPED) { /* loads, not nine probe-read calls */
+	struct file_id k = {};
+	__u64 ino;
+	if (HAVE_TYPED) { /* loads, not probe-read calls */
 		struct file *tf = TYPED(file, f);
 		struct inode *in = tf->f_inode;
-		return in_or_under(&watched, in->i_ino, in->i_sb->s_dev, tf->f_path.dentry);
+		ino = in->i_ino;
+		k.dev = in->i_sb->s_dev;
+		k.ino = TYPED(dentry, tf->f_path.dentry)->d_parent->d_inode->i_ino;
+	} else {
+		ino = BPF_CORE_READ(f, f_inode, i_ino);
+		k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+		k.ino = BPF_CORE_READ(f, f_path.dentry, d_parent, d_inode, i_ino);
 	}
-	return in_or_under(&watched, BPF_CORE_READ(f, f_inode, i_ino), BPF_CORE_READ(f, f_inode, i_sb, s_dev),
-			   BPF_CORE_READ(f, f_path.dentry));
+	__u32 *v = bpf_map_lookup_elem(&watched, &k);
+	if (!v)
+		return false;
+	if (k.ino == ino) /* a mount's root is its own parent: v is the file's own */
+		return *v & WATCH_SELF;
+	if (*v & WATCH_DIR)
+		return true;
+	if (!(*v & WATCH_CHILD))
+		return false;
+	k.ino = ino;
+	__u32 *self = bpf_map_lookup_elem(&watched, &k);
+	return self && (*self & WATCH_SELF);
 }
 
 /* watch_open reports, in watch mode, an untracked process's successful

@@ -114,24 +114,50 @@ func (s *Sensor) NotAgent(pid uint32) {
 	}
 }
 
-// FileID names a file by device (st_dev, as stat returns it) and inode.
+// FileID names a watched file or directory by device (st_dev, as stat
+// returns it) and inode, with the inode of the directory it is in.
 type FileID struct {
 	Dev uint64
 	Ino uint64
+	// Dir says it is a directory: a file directly inside matches too.
+	Dir bool
+	// ParentIno is the inode of the directory holding it (0: unknown,
+	// and then it is not watched).
+	ParentIno uint64
 }
+
+// Values of the watched map (bpf/watch.h: keep in sync).
+const (
+	watchSelf  = 1
+	watchDir   = 2
+	watchChild = 4
+)
 
 // WatchFiles adds files and directories to the watched set: in watch
 // mode, a process outside every traced tree that opens one of them, or a
 // file directly inside a watched directory, is reported (its open event).
+// The kernel looks an open up by its file's directory first: each
+// entry's directory is in the set too (watchChild).
 func (s *Sensor) WatchFiles(ids []FileID) error {
 	m := s.coll.Maps["watched"]
 	if m == nil {
 		return fmt.Errorf("BPF object has no watched map")
 	}
-	for i, id := range ids {
-		k := polygraphWatchKey{Ino: id.Ino, Dev: KernelDev(id.Dev)}
-		if err := m.Update(&k, uint32(i), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("watch file %d:%d: %w", id.Dev, id.Ino, err)
+	flags := map[polygraphWatchKey]uint32{}
+	for _, id := range ids {
+		dev := KernelDev(id.Dev)
+		self := polygraphWatchKey{Ino: id.Ino, Dev: dev}
+		flags[self] |= watchSelf
+		if id.Dir {
+			flags[self] |= watchDir
+		}
+		if id.ParentIno != 0 {
+			flags[polygraphWatchKey{Ino: id.ParentIno, Dev: dev}] |= watchChild
+		}
+	}
+	for k, v := range flags {
+		if err := m.Update(&k, v, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("watch file %d:%d: %w", k.Dev, k.Ino, err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -127,7 +128,10 @@ func Run(ctx context.Context, o Options) error {
 	w.self, _ = os.Executable()
 	ids := make([]sensor.FileID, len(w.targets))
 	for i, t := range w.targets {
-		ids[i] = sensor.FileID{Dev: t.Dev, Ino: t.Ino}
+		ids[i] = sensor.FileID{Dev: t.Dev, Ino: t.Ino, Dir: t.Dir}
+		if fi, err := os.Stat(filepath.Dir(t.Path)); err == nil {
+			_, ids[i].ParentIno = fileID(fi)
+		}
 	}
 	if err := s.WatchFiles(ids); err != nil {
 		return err
