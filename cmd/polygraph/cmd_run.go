@@ -348,14 +348,15 @@ func sudoCredential() (*syscall.Credential, []string) {
 // in the bench's file storm (docs/bench.md). The soft limit bounds what
 // that costs in memory when events arrive faster than the session takes
 // them and the live heap grows: at 64 MiB the file storm's Go memory
-// peaked at 45–49 MB (89–90 MB RSS), at 32 MiB at 33–37 MB (77 MB RSS),
-// for ~10 % more of the recorder's CPU during the storm (0.46 to 0.50 s
-// for 100,000 opens, medians of 4 alternating runs). The collector's CPU
-// limiter keeps a live heap above the limit from making it collect
-// without end.
+// peaked at 45–49 MB (89–90 MB RSS). 32 MiB took that to 33–37 MB (77 MB
+// RSS) for ~10 % more of the recorder's CPU during the storm, and in one
+// run of 15 on a loaded host the reader fell behind and the ring lost
+// events: losing none comes first, so the limit stays at 64 MiB. The
+// collector's CPU limiter keeps a live heap above the limit from making
+// it collect without end.
 func recordingGC() (restore func()) {
 	pct := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(32 << 20)
+	limit := debug.SetMemoryLimit(64 << 20)
 	return func() {
 		debug.SetMemoryLimit(limit)
 		debug.SetGCPercent(pct)
