@@ -46,9 +46,12 @@ the same.`,
 // versionDoc is what `version --json` prints.
 type versionDoc struct {
 	version.Info
-	OS       string           `json:"os"`
-	Arch     string           `json:"arch"`
-	Kernel   string           `json:"kernel,omitempty"`
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel,omitempty"`
+	// Hooks says which hooks the sensor runs on here and what the faster
+	// ones (fentry, BPF LSM) answered (sensor.HookReport).
+	Hooks    string           `json:"hooks,omitempty"`
 	Features []sensor.Feature `json:"features"`
 }
 
@@ -65,7 +68,7 @@ func runVersion(ctx context.Context, opts *versionOptions, stdout io.Writer) err
 
 // currentVersion describes this build on this machine, probing the kernel.
 func currentVersion() versionDoc {
-	return versionDoc{Info: version.Get(), OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: kernelRelease(), Features: sensor.Probe()}
+	return versionDoc{Info: version.Get(), OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: kernelRelease(), Hooks: hookLine(), Features: sensor.Probe()}
 }
 
 // versionText renders doc for a person: the build, then each feature
@@ -87,6 +90,9 @@ func versionText(doc versionDoc) string {
 	fmt.Fprintf(&b, "  commit  %s\n  built   %s\n  go      %s %s/%s\n", commit, date, doc.Go, doc.OS, doc.Arch)
 	if doc.Kernel != "" {
 		fmt.Fprintf(&b, "  kernel  %s\n", doc.Kernel)
+	}
+	if doc.Hooks != "" {
+		fmt.Fprintf(&b, "  hooks   %s\n", doc.Hooks)
 	}
 	b.WriteString("kernel features:\n")
 	var missing []sensor.Feature

@@ -17,7 +17,6 @@ import (
 	"github.com/polygraph/polygraph/internal/record"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/textsafe"
-	"github.com/polygraph/polygraph/internal/version"
 )
 
 // Exit codes, mapped in one place. `run` passes the traced command's own
@@ -80,12 +79,6 @@ own status (127 when the command is not found).`,
 		},
 	}
 	root.PersistentFlags().BoolVarP(&opts.verbose, "verbose", "v", false, "log debug messages to stderr")
-	// --version says which polygraph this is and which hooks its sensor
-	// runs on here, with what the faster ones (fentry, BPF LSM) answer:
-	// probed, as root, when asked.
-	root.Version = version.Get().String()
-	cobra.AddTemplateFunc("hooks", hookLine)
-	root.SetVersionTemplate("polygraph {{.Version}}\nhooks: {{hooks}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err}
 	})
