@@ -49,7 +49,7 @@ func TestPrivilegeAttrs(t *testing.T) {
 			name: "an ACL and an owner change in a home under /tmp",
 			build: func(b *builder) {
 				const h = "/tmp/ci-1/home"
-				b.homes = append(b.homes, h)
+				b.homes = append(b.homes, h, "/tmp") // an account whose home is /tmp itself
 				ag := b.agent(100, "/usr/local/bin/claude").home(h)
 				b.shell("t1", "setfacl -m u:nobody:rw ~/.ssh/authorized_keys; chown 65534 ~/.local/share/x/tool.sh /tmp/ci-1/scratch")
 				sf := ag.spawn(200, "t1", "/usr/bin/setfacl", "setfacl", "-m", "u:nobody:rw", h+"/.ssh/authorized_keys").home(h)

@@ -258,8 +258,8 @@ func (s *facts) temporary(p string) bool {
 // processes had.
 func (s *facts) inHome(p string) bool {
 	for _, h := range s.homes {
-		if h != "" && h != "/" && under(p, h) {
-			return true
+		if h != "" && h != "/" && !slices.Contains(tempRoots, h) && under(p, h) {
+			return true // an account whose home is /tmp itself makes no scratch file a home's
 		}
 	}
 	return false
