@@ -107,17 +107,8 @@ func (s *facts) readOwnProgram(w int) bool {
 // writtenBetween reports whether a recorded event wrote or moved a file
 // to path p after seq from and before seq to.
 func (s *facts) writtenBetween(p string, from, to uint64) bool {
-	id := s.pathID(p)
-	if id < 0 {
-		return false
-	}
-	i, _ := slices.BinarySearchFunc(s.events, from, func(e *event.Event, seq uint64) int { return cmp.Compare(e.Seq, seq) })
-	for ; i < len(s.events) && s.events[i].Seq < to; i++ {
-		if s.byEvent[i].written == id {
-			return true
-		}
-	}
-	return false
+	w := s.lastWriteBefore(p, to)
+	return w >= 0 && s.events[w].Seq >= from
 }
 
 // binaryHash is the exec-time SHA-256 of exec e's program: the event's
