@@ -11,8 +11,9 @@ type accessGroup struct {
 	sev             Severity
 	note            string
 	seqs            []uint64
-	blocked         bool // the isolation masked it (blocked.go)
-	refused         bool // the kernel refused it: an attempt (refusedChange)
+	blocked         bool   // the isolation masked it (blocked.go)
+	refused         bool   // the kernel refused it: an attempt (refusedChange)
+	title           string // the finding's title before the path, when the rule's own does not fit
 }
 
 // groups are access groups in the order their first events came.

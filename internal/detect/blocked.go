@@ -35,11 +35,28 @@ func (s *facts) masked(path string) bool {
 	return under(iso.Masked) && !under(iso.Kept)
 }
 
-// blockedRead reports whether e is a failed open asking to read a masked
-// path: the mask made it fail (a file inside a masked directory is not
-// there), the attempt counts.
+// blockedRead reports whether e is an open asking to read a masked path:
+// a failed one (a file inside a masked directory is not there) or one
+// that opened the mask itself (the empty directory or file in the
+// store's place). The attempt counts.
 func (s *facts) blockedRead(e *event.Event) bool {
-	return e.Kind == event.KindOpen && e.Failed() && strings.Contains(e.Access, "read") && s.masked(e.Path)
+	return e.Kind == event.KindOpen && strings.Contains(e.Access, "read") && s.masked(e.Path)
+}
+
+// blockedChange reports whether e is a failed attempt to change a masked
+// path: an open asking to write or create it, its removal, a rename of
+// it.
+func (s *facts) blockedChange(e *event.Event) bool {
+	if !e.Failed() || !s.masked(e.Path) {
+		return false
+	}
+	switch e.Kind {
+	case event.KindOpen:
+		return strings.Contains(e.Access, "write") || strings.Contains(e.Access, "create")
+	case event.KindUnlink, event.KindRename:
+		return true
+	}
+	return false
 }
 
 // blockedConnect reports whether e is an IP connect the isolation's

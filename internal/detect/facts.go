@@ -339,6 +339,9 @@ func (m *accessMode) set(access string) {
 // file change it makes, if any.
 func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 	f.path = s.addPath(e.Path)
+	if e.Kind == event.KindLink {
+		s.addPath(moveSource(e)) // storeMoves asks what it took
+	}
 	mode.set(e.Access)
 	open := e.Kind == event.KindOpen
 	ok := succeeded(e)
@@ -361,7 +364,7 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 			f.flags |= fRemoved
 		}
 	}
-	if !ok && wt >= 0 && (*e.Result == -13 || *e.Result == -1) {
+	if !ok && wt >= 0 && refusedErrno(*e.Result, s.paths.strs[wt]) {
 		if t := atomicTarget(s.paths.strs[wt]); t != "" {
 			wt = s.addPath(t)
 		}
@@ -380,6 +383,22 @@ func (s *facts) fileFact(i int32, e *event.Event, f *fact, mode *accessMode) {
 		}
 		s.changes = append(s.changes, ch)
 	}
+}
+
+// refusedErrno reports whether a write to p that failed with -res was
+// refused, not merely impossible: for want of permission (EACCES,
+// EPERM), by a read-only mount (EROFS), or, for the kernel's settings
+// (/proc/sys, /sys), which no write creates, because the mount that
+// holds the setting is not there in the writer's namespace (ENOENT: an
+// isolated tree's binfmt_misc).
+func refusedErrno(res int64, p string) bool {
+	switch res {
+	case -13, -1, -30:
+		return true
+	case -2:
+		return strings.HasPrefix(p, "/proc/sys/") || strings.HasPrefix(p, "/sys/")
+	}
+	return false
 }
 
 // metadataOnly reports whether kind changes a file's metadata (mode,

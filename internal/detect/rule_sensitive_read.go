@@ -13,7 +13,7 @@ func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen, event.KindExec},
+		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindRename, event.KindLink},
 		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
@@ -28,6 +28,15 @@ func sensitiveRead(s *run) []Finding {
 	for i := range s.byEvent {
 		f := &s.byEvent[i]
 		e := s.events[i]
+		if what, ok := s.refusedProcOpen(e); ok {
+			// Another process's environment or open file, refused: no
+			// agent's bookkeeping reads another process's secrets either.
+			call, who := s.actor(e)
+			g.add(e.Path+"\x00"+s.actorKey(e)+"\x00refused", func() *accessGroup {
+				return &accessGroup{path: e.Path, who: who, call: call, sev: SeverityMedium, note: what, refused: true}
+			}, e.Seq)
+			continue
+		}
 		if f.flags&fRead == 0 && !s.blockedRead(e) {
 			continue
 		}
@@ -42,6 +51,19 @@ func sensitiveRead(s *run) []Finding {
 				g.add(e.Path+"\x00"+s.actorKey(e), func() *accessGroup {
 					return &accessGroup{path: e.Path, who: who, call: call, sev: s.rule.Severity,
 						note: fmt.Sprintf("the environment of process %d, where API keys and tokens live", pid)}
+				}, e.Seq)
+			} else if m := s.maskOf(e.Path); m != "" && !s.agentOwn(e) {
+				// A store the isolation masked, opened as what it is (the
+				// directory) or through it: it read the mask.
+				store, _, found := s.storeIn(i, m)
+				if !found {
+					continue // a mask over no credential file (another agent's settings): agent-config-read's
+				}
+				p := s.paths.strs[store]
+				call, who := s.actor(e)
+				g.add(p+"\x00"+s.actorKey(e)+"\x00blocked", func() *accessGroup {
+					return &accessGroup{path: p, who: who, call: call, sev: s.rule.Severity,
+						note: "opened as " + s.display(e.Path), blocked: true}
 				}, e.Seq)
 			}
 			continue
@@ -90,10 +112,17 @@ func sensitiveRead(s *run) []Finding {
 				note: "`" + excerpt(strings.Join(e.Argv(), " "), 80) + "` prints a secret that lives in no file"}
 		}, e.Seq)
 	}
+	storeMoves(s, &g)
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
 		detail := fmt.Sprintf("%s was read by %s", s.display(x.path), x.who)
+		if x.title != "" {
+			detail = fmt.Sprintf("%s was taken by %s", s.display(x.path), x.who)
+		}
+		if x.refused {
+			detail = fmt.Sprintf("%s tried to open %s", x.who, s.display(x.path))
+		}
 		if x.note != "" {
 			detail += ": " + x.note
 		}
@@ -101,15 +130,24 @@ func sensitiveRead(s *run) []Finding {
 			detail += fmt.Sprintf(" (%d times)", len(x.seqs))
 		}
 		title := "Credential file read: " + s.display(x.path)
-		if !strings.HasPrefix(x.path, "/") {
+		switch {
+		case x.title != "":
+			title = x.title + s.display(x.path)
+		case x.refused:
+			title = "Secret read attempted: " + s.display(x.path)
+		case !strings.HasPrefix(x.path, "/"):
 			title = "Secret read from " + x.path // a store with no file (storePrint)
 		}
-		if x.blocked {
+		switch {
+		case x.blocked:
 			title += " (blocked)"
 			detail += "; the isolation masked it, so it read nothing"
+		case x.refused:
+			title += " (blocked)"
+			detail += "; the kernel refused it, so it read nothing"
 		}
 		f := s.finding(x.sev, title, detail+".", x.call, capped(x.seqs, 20), false)
-		f.Blocked = x.blocked
+		f.Blocked = x.blocked || x.refused
 		out = append(out, f)
 	}
 	return out

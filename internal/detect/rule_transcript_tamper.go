@@ -52,10 +52,20 @@ func transcriptTamper(s *run) []Finding {
 			paths[n] = f.path
 			n++
 		}
-		if n == 0 || f.flags&fOwn != 0 {
+		e := s.events[i]
+		blocked := false
+		if n == 0 && f.path >= 0 && s.blockedChange(e) {
+			// Under --isolate another agent's transcripts are masked: the
+			// change failed, the attempt is the finding.
+			paths[n] = f.path
+			n++
+			blocked = true
+		}
+		// The isolation masks other agents' files, never the agent's own:
+		// a blocked change is nobody's bookkeeping.
+		if n == 0 || f.flags&fOwn != 0 && !blocked {
 			continue
 		}
-		e := s.events[i]
 		for _, id := range paths[:n] {
 			p := s.paths.strs[id]
 			r, ok := s.matchOf(setTranscript, i, id)
@@ -67,7 +77,7 @@ func transcriptTamper(s *run) []Finding {
 			}
 			verb := "rewritten"
 			switch {
-			case removed(e) == p:
+			case removed(e) == p || blocked && (e.Kind == event.KindUnlink || e.Kind == event.KindRename):
 				verb = "deleted or moved away"
 			case e.Kind == event.KindRename || e.Kind == event.KindLink:
 				verb = "replaced"
@@ -77,8 +87,12 @@ func transcriptTamper(s *run) []Finding {
 				verb = "appended to"
 			}
 			call, who := s.actor(e)
-			g.add(p+"\x00"+s.actorKey(e)+"\x00"+verb, func() *accessGroup {
-				return &accessGroup{path: p, who: who, call: call, sev: s.rule.Severity, note: verb}
+			key := p + "\x00" + s.actorKey(e) + "\x00" + verb
+			if blocked {
+				key += "\x00blocked"
+			}
+			g.add(key, func() *accessGroup {
+				return &accessGroup{path: p, who: who, call: call, sev: s.rule.Severity, note: verb, blocked: blocked}
 			}, e.Seq)
 		}
 	}
@@ -88,7 +102,16 @@ func transcriptTamper(s *run) []Finding {
 		detail := fmt.Sprintf("The agent's transcript %s was %s by %s. The transcript is the agent's own account of what it did: "+
 			"changed by anything but the agent, its claims and tool calls cannot be trusted, and what was removed is not in this report.",
 			s.display(x.path), x.note, x.who)
-		out = append(out, s.finding(x.sev, "Agent transcript "+x.note+": "+s.display(x.path), detail, x.call, capped(x.seqs, 20), false))
+		title := "Agent transcript " + x.note + ": " + s.display(x.path)
+		if x.blocked {
+			title = "Agent transcript tampering attempted: " + s.display(x.path) + " (blocked)"
+			detail = fmt.Sprintf("%s tried to change the agent's transcript %s (it would have been %s); the isolation masked it, so the transcript is intact. "+
+				"The transcript is the agent's own account of what it did: a tool call that removes or rewrites it tries to remove the evidence the claim checks weigh.",
+				x.who, s.display(x.path), x.note)
+		}
+		f := s.finding(x.sev, title, detail, x.call, capped(x.seqs, 20), false)
+		f.Blocked = x.blocked
+		out = append(out, f)
 	}
 	return out
 }

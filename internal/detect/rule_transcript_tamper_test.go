@@ -13,6 +13,29 @@ func TestTranscriptTamper(t *testing.T) {
 	const claudeTr = home + "/.claude/projects/-p/0a1b.jsonl"
 	runCases(t, []ruleCase{
 		{
+			name: "under --isolate, a tool call tries to truncate, delete and move another agent's masked transcript",
+			build: func(b *builder) {
+				b.iso = isolated() // masks ~/.claude
+				b.iso.Denied = nil
+				ag := b.agent(100, "/usr/local/bin/codex")
+				b.shell("t1", ": > T; rm T; mv T /tmp")
+				sh := ag.spawn(200, "t1", "/usr/bin/sh", "sh", "-c", ": > T; rm T; mv T /tmp")
+				e := sh.openFail(claudeTr, "write,create", 2)
+				e.Flags = event.Ptr(uint32(0o1101))
+				b.emit(sh, &event.Event{Kind: event.KindUnlink, Path: claudeTr, Result: event.Ptr(int64(-2))})
+				b.emit(sh, &event.Event{Kind: event.KindRename, Path: claudeTr, Path2: "/tmp/t.jsonl", Result: event.Ptr(int64(-2))})
+				sh.openFail(home+"/.claude/other.json", "read", 2) // a read: sensitive-read's if anything
+			},
+			want: []string{"high transcript-tamper", "high transcript-tamper"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if !f.Blocked || !strings.HasSuffix(f.Title, "(blocked)") || f.ToolCallID != "t1" {
+						t.Errorf("finding %+v", f)
+					}
+				}
+			},
+		},
+		{
 			name: "a tool call deletes the agent's transcript",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

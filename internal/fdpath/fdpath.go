@@ -2,7 +2,8 @@
 // file descriptors (/proc/self/fd/N/rest, /proc/PID/fd/N/rest,
 // /proc/thread-self/fd/N/rest, /dev/fd/N/rest: how Bun, which Claude Code
 // runs on, names files relative to a directory it holds open) into the
-// paths those descriptors were opened on.
+// paths those descriptors were opened on, and the paths it names through
+// its own root (/proc/self/root/rest, /proc/PID/root/rest) into /rest.
 //
 // It is the one place polygraph does so. The sensor's decoder resolves
 // every path it decodes while recording; the session reader runs every
@@ -109,6 +110,14 @@ func (r *Resolver) Forget(pid uint32) {
 // Resolver does not know, or any other path, comes back unchanged. It
 // allocates only for a path it rewrites.
 func (r *Resolver) Path(pid uint32, p string) string {
+	if rest, ok := rootTail(p, pid); ok {
+		// The process's own root: what polygraph records is named from
+		// it already (a successful open's object path says the same), so
+		// a name through it is the name without it. A failed open has no
+		// object path to say so: without this, a refused read of
+		// /proc/self/root/home/u/.aws/credentials names no credential.
+		return path.Clean("/" + rest)
+	}
 	fd, rest, ok := Split(p, pid)
 	if !ok {
 		return p
@@ -191,6 +200,34 @@ func Split(p string, pid uint32) (fd int64, rest string, ok bool) {
 		return 0, "", false
 	}
 	return n, rest, true
+}
+
+// rootTail returns what follows the root link of a /proc/self/root,
+// /proc/thread-self/root or /proc/PID/root path, PID being pid ("" for
+// the root itself). ok is false for any other path, another process's
+// root included: that one is its root, maybe not pid's.
+func rootTail(p string, pid uint32) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return "", false
+	}
+	switch {
+	case strings.HasPrefix(rest, "self/"):
+		rest = rest[len("self/"):]
+	case strings.HasPrefix(rest, "thread-self/"):
+		rest = rest[len("thread-self/"):]
+	default:
+		var buf [20]byte
+		num := strconv.AppendUint(buf[:0], uint64(pid), 10)
+		if len(rest) <= len(num) || rest[:len(num)] != string(num) || rest[len(num)] != '/' {
+			return "", false
+		}
+		rest = rest[len(num)+1:]
+	}
+	if rest == "root" {
+		return "", true
+	}
+	return strings.CutPrefix(rest, "root/")
 }
 
 // dirTail returns what follows the fd directory of a /proc/self/fd/,

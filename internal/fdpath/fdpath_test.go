@@ -136,3 +136,24 @@ func TestDirTail(t *testing.T) {
 		}
 	}
 }
+
+// TestRootPath checks that a path named through the process's own root
+// comes back as the path from the root, and that other /proc paths and
+// another process's root are left alone.
+func TestRootPath(t *testing.T) {
+	r := New()
+	for _, c := range []struct{ in, want string }{
+		{"/proc/self/root/home/u/.aws/credentials", "/home/u/.aws/credentials"},
+		{"/proc/thread-self/root/etc/shadow", "/etc/shadow"},
+		{"/proc/7/root/etc/../etc/shadow", "/etc/shadow"},
+		{"/proc/self/root", "/"},
+		{"/proc/self/rootfs/x", "/proc/self/rootfs/x"},
+		{"/proc/8/root/etc/shadow", "/proc/8/root/etc/shadow"},
+		{"/proc/70/root/etc/shadow", "/proc/70/root/etc/shadow"},
+		{"/proc/self/environ", "/proc/self/environ"},
+	} {
+		if got := r.Path(7, c.in); got != c.want {
+			t.Errorf("Path(7, %q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
