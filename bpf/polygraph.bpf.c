@@ -1670,8 +1670,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * for flags how its owner opened it (no flags were passed). */
 	case NR_pidfd_getfd: {
 		__u32 ff = ret >= 0 ? file_flags(fd_file(bpf_get_current_task_btf(), ret)) : 0;
-		/* the pidfd is known to be one only when the call worked */
-		return report(EV_OPEN, ret >= 0 ? pidfd_target(A(0)) : 0, 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
+		/* the pidfd is known to be one when the call worked, or when the
+		 * owner's ptrace check refused it (EPERM comes after the pidfd
+		 * was resolved): the attempt then names its target too */
+		return report(EV_OPEN, ret >= 0 || ret == -1 /* EPERM */ ? pidfd_target(A(0)) : 0, 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
 	}
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);

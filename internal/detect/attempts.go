@@ -174,3 +174,54 @@ func moveSource(e *event.Event) string {
 	}
 	return ""
 }
+
+// maskedArgs are the sensitive-read groups, under --isolate, for the
+// credential files a command named on its command line inside a masked
+// store when nothing of it opened them: the program looked first (a
+// stat, an access) and gave up on a file that is not there
+// (`ssh-keygen -y -f ~/.ssh/id_ed25519`, `diff /dev/null KEY`). A file
+// the group already holds a read or an attempt of is not counted again.
+func maskedArgs(s *run, g *groups) {
+	if s.in.Meta.Isolation == nil || len(s.in.Meta.Isolation.Masked) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, k := range g.order {
+		seen[g.m[k].path] = true
+	}
+	for _, n := range s.execs {
+		e := s.events[n]
+		argv := e.Argv()
+		for _, a := range argv[min(1, len(argv)):] {
+			if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(v, "/") {
+				a = v // --file=PATH
+			}
+			if a == "" || a[0] == '-' {
+				continue
+			}
+			if !strings.HasPrefix(a, "/") {
+				if e.Cwd() == "" {
+					continue
+				}
+				a = path.Join(e.Cwd(), a)
+			}
+			if s.maskOf(a) == "" {
+				continue
+			}
+			store, _, ok := s.storeIn(int(n), a)
+			if !ok {
+				continue
+			}
+			p := s.paths.strs[store]
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			call, who := s.actor(e)
+			g.add(p+"\x00"+s.actorKey(e)+"\x00named", func() *accessGroup {
+				return &accessGroup{path: p, who: who, call: call, sev: SeverityMedium, blocked: true,
+					note: "named on the command line `" + excerpt(strings.Join(argv, " "), 80) + "`"}
+			}, e.Seq)
+		}
+	}
+}

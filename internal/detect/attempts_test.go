@@ -110,6 +110,19 @@ func TestAttempts(t *testing.T) {
 			},
 		},
 		{
+			name: "a masked key named on a command line that only looked at it",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				b.secrets = []manifest.Secret{{Path: home + "/.aws/credentials", Dev: 1, Ino: 2}}
+				sh := tree(b, "diff /dev/null ~/.aws/credentials")
+				sh.spawn(201, "t1", "/usr/bin/diff", "diff", "/dev/null", home+"/.aws/credentials")
+				sh.spawn(202, "t1", "/usr/bin/cat", "cat", "--", "notes.txt") // not a store
+			},
+			want:  []string{"medium sensitive-read"},
+			check: blockedTitles,
+		},
+		{
 			name: "ordinary links, renames and opens",
 			build: func(b *builder) {
 				b.iso = isolated()

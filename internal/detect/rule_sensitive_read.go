@@ -113,6 +113,7 @@ func sensitiveRead(s *run) []Finding {
 		}, e.Seq)
 	}
 	storeMoves(s, &g)
+	maskedArgs(s, &g)
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]

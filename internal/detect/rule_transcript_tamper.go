@@ -53,8 +53,12 @@ func transcriptTamper(s *run) []Finding {
 			n++
 		}
 		e := s.events[i]
-		blocked := false
-		if n == 0 && f.path >= 0 && s.blockedChange(e) {
+		blocked, readOnly := false, false
+		if n == 0 && f.path >= 0 && (s.blockedChange(e) || s.blockedRead(e) && e.Failed()) {
+			// A failed read of a masked transcript is the first step of
+			// a rewrite (sed -i reads before it writes) or a read of
+			// another agent's history: an attempt either way, medium.
+			readOnly = !s.blockedChange(e)
 			// Under --isolate another agent's transcripts are masked: the
 			// change failed, the attempt is the finding.
 			paths[n] = f.path
@@ -76,7 +80,10 @@ func transcriptTamper(s *run) []Finding {
 				continue // without a transcript, the agent's own program is the agent
 			}
 			verb := "rewritten"
+			sev := s.rule.Severity
 			switch {
+			case readOnly:
+				verb, sev = "read (a rewrite reads first)", SeverityMedium
 			case removed(e) == p || blocked && (e.Kind == event.KindUnlink || e.Kind == event.KindRename):
 				verb = "deleted or moved away"
 			case e.Kind == event.KindRename || e.Kind == event.KindLink:
@@ -92,7 +99,7 @@ func transcriptTamper(s *run) []Finding {
 				key += "\x00blocked"
 			}
 			g.add(key, func() *accessGroup {
-				return &accessGroup{path: p, who: who, call: call, sev: s.rule.Severity, note: verb, blocked: blocked}
+				return &accessGroup{path: p, who: who, call: call, sev: sev, note: verb, blocked: blocked, refused: readOnly}
 			}, e.Seq)
 		}
 	}
@@ -108,6 +115,11 @@ func transcriptTamper(s *run) []Finding {
 			detail = fmt.Sprintf("%s tried to change the agent's transcript %s (it would have been %s); the isolation masked it, so the transcript is intact. "+
 				"The transcript is the agent's own account of what it did: a tool call that removes or rewrites it tries to remove the evidence the claim checks weigh.",
 				x.who, s.display(x.path), x.note)
+		}
+		if x.refused { // only read: the first step of a rewrite, or a look at another agent's history
+			title = "Agent transcript access attempted: " + s.display(x.path) + " (blocked)"
+			detail = fmt.Sprintf("%s tried to open the agent's transcript %s, which the isolation masked; a rewrite in place (sed -i) reads it first, "+
+				"and another agent's transcript is its private account of a session.", x.who, s.display(x.path))
 		}
 		f := s.finding(x.sev, title, detail, x.call, capped(x.seqs, 20), false)
 		f.Blocked = x.blocked

@@ -24,9 +24,11 @@ func TestTranscriptTamper(t *testing.T) {
 				e.Flags = event.Ptr(uint32(0o1101))
 				b.emit(sh, &event.Event{Kind: event.KindUnlink, Path: claudeTr, Result: event.Ptr(int64(-2))})
 				b.emit(sh, &event.Event{Kind: event.KindRename, Path: claudeTr, Path2: "/tmp/t.jsonl", Result: event.Ptr(int64(-2))})
-				sh.openFail(home+"/.claude/other.json", "read", 2) // a read: sensitive-read's if anything
+				sh.openFail(home+"/.claude/other.json", "read", 2) // not a transcript
+				sed := sh.spawn(201, "t1", "/usr/bin/sed", "sed", "-i", "/tool_use/d", claudeTr)
+				sed.openFail(claudeTr, "read", 2) // sed -i reads first
 			},
-			want: []string{"high transcript-tamper", "high transcript-tamper"},
+			want: []string{"high transcript-tamper", "high transcript-tamper", "medium transcript-tamper"},
 			check: func(t *testing.T, fs []Finding) {
 				for _, f := range fs {
 					if !f.Blocked || !strings.HasSuffix(f.Title, "(blocked)") || f.ToolCallID != "t1" {
