@@ -185,6 +185,29 @@ struct ev_call {
 #define CALL_BPF 8
 #define CALL_VM_READV 9 /* process_vm_readv (memread) */
 
+/* EV_KEY: a kernel keyring call (keyctl, add_key, request_key); then
+ * type_len bytes of the key's type and desc_len of its description, each
+ * NUL-terminated and at most KEYSTR_MAX: the strings the call named
+ * (add_key, request_key, KEYCTL_SEARCH; KEYCTL_JOIN_SESSION_KEYRING's
+ * name), or for KEYCTL_DESCRIBE the kernel's answer
+ * ("type;uid;gid;perm;description") from the caller's buffer. The
+ * payload a KEYCTL_READ hands over is never read: only its length. */
+struct ev_key {
+	struct ev_header h;
+	__s64 result;
+	__u32 op;     /* the keyctl command, or KEY_OP_ADD, KEY_OP_REQUEST */
+	__s32 serial; /* the key operated on, found or added (0: none) */
+	__s32 ring;   /* the keyring searched, linked into or added to (0: none) */
+	__u32 bytes;  /* KEYCTL_READ: the payload bytes copied to the caller */
+	__u16 type_len;
+	__u16 desc_len;
+	__u32 _pad0;
+};
+
+#define KEYSTR_MAX 256       /* bytes of a key's type or description kept */
+#define KEY_OP_ADD 0x100     /* ev_key.op of an add_key */
+#define KEY_OP_REQUEST 0x101 /* ev_key.op of a request_key */
+
 /* EV_DNS: a message the tree sent to port 53; then addr (sockaddr of the
  * server, may be empty) and data_len bytes of the DNS message. */
 struct ev_dns {

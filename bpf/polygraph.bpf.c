@@ -7,7 +7,8 @@
  *  - tp_btf sys_exit reports file and socket operations with their
  *    results, the DNS messages the tree sends and the destinations it
  *    names per message, writes into other processes (ptrace,
- *    process_vm_writev), signals to polygraph and bpf(2) calls,
+ *    process_vm_writev), signals to polygraph, bpf(2) calls and the
+ *    kernel keyring's calls (keyctl, add_key, request_key: keyring.h),
  *    dispatching on the syscall number. At exit the arguments and the memory they point to
  *    are still there, so nothing hooks sys_enter: a program there cost
  *    every syscall of the machine ~50 ns more. (Per-syscall tracepoints
@@ -239,6 +240,7 @@ const struct ev_sock *_unused_sock __attribute__((unused));
 const struct ev_dns *_unused_dns __attribute__((unused));
 const struct ev_call *_unused_call __attribute__((unused));
 const struct ev_peer *_unused_peer __attribute__((unused));
+const struct ev_key *_unused_key __attribute__((unused));
 const struct sec_open_key *_unused_sec_open_key __attribute__((unused));
 
 static __always_inline void count_lost(__u32 slot)
@@ -1436,6 +1438,7 @@ static __always_inline bool at_sensor(__s32 pid, __u32 sig)
 }
 
 #include "edge.h"
+#include "keyring.h"
 
 /* ---- the syscall dispatch ---- */
 
@@ -1463,6 +1466,7 @@ static __always_inline bool at_exit(long id)
 	case NR_chown: case NR_fchown: case NR_lchown: case NR_fchownat:
 	case NR_setxattr: case NR_lsetxattr: case NR_fsetxattr: case NR_setxattrat:
 	case NR_removexattr: case NR_lremovexattr: case NR_fremovexattr: case NR_removexattrat:
+	case NR_keyctl: case NR_add_key: case NR_request_key:
 		return true;
 	}
 	return false;
@@ -1479,6 +1483,8 @@ static __always_inline int report_op(struct proc_info *pi, __u8 kind, __s32 dfd,
 	case EV_BIND:
 	case EV_ACCEPT:
 		return report_sock(pi, v, ret);
+	case EV_KEY:
+		return report_key(pi, v, ret);
 	}
 	return report_path(pi, v, ret);
 }
@@ -1725,6 +1731,22 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 	case NR_bpf:
 		return report_call(pi, EV_BPF, CALL_BPF, 0, A(0), ret, false);
+	/* The kernel keyring (keyring.h): v carries the operation, the key,
+	 * the keyring and the addresses of the type and description. */
+	case NR_keyctl:
+		if (!keyctl_op(&v, A(0), A(1), A(2), A(3), A(4), ret))
+			return 0;
+		goto send_op;
+	case NR_add_key:
+		/* type, description, payload, its length, the keyring */
+		v = (struct op){.kind = EV_KEY, .flags = KEY_OP_ADD, .dfd = ret > 0 ? ret : 0, .dfd2 = A(4), .p1 = A(0),
+				.p2 = A(1)};
+		goto send_op;
+	case NR_request_key:
+		/* type, description, callout info, the keyring to link into */
+		v = (struct op){.kind = EV_KEY, .flags = KEY_OP_REQUEST, .dfd = ret > 0 ? ret : 0, .dfd2 = A(3), .p1 = A(0),
+				.p2 = A(1)};
+		goto send_op;
 	}
 #undef report
 	return 0;

@@ -71,6 +71,9 @@
 #define NR_fremovexattr 199
 #define NR_setxattrat 463
 #define NR_removexattrat 466
+#define NR_add_key 248
+#define NR_request_key 249
+#define NR_keyctl 250
 
 /* x86-64 syscall arguments: rdi, rsi, rdx, r10, r8, r9. */
 #define SYSARG0(r) ((r)->di)
@@ -142,6 +145,9 @@
 #define NR_fremovexattr 16
 #define NR_setxattrat 463
 #define NR_removexattrat 466
+#define NR_add_key 217
+#define NR_request_key 218
+#define NR_keyctl 219
 
 /* arm64: x0..x5; x0 is overwritten by the return value, orig_x0 keeps it. */
 #define SYSARG0(r) ((r)->orig_x0)

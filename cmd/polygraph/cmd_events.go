@@ -260,6 +260,21 @@ func eventDetails(ev *event.Event) string {
 			add("signal", strconv.Itoa(ev.Signo()))
 		}
 		add(ev.BPFCmd(), resultText(ev, false))
+	case event.KindKey:
+		add(ev.KeyOp())
+		if ev.KeySerial() != 0 {
+			add("key", strconv.FormatInt(int64(ev.KeySerial()), 10))
+		}
+		if ev.KeyType() != "" || ev.KeyDesc() != "" {
+			add(sanitizeLine(ev.KeyType()) + ":" + quoteWord(ev.KeyDesc()))
+		}
+		if ev.KeyRing() != 0 {
+			add("keyring", strconv.FormatInt(int64(ev.KeyRing()), 10))
+		}
+		if ev.KeyBytes() > 0 {
+			add(human.Bytes(uint64(ev.KeyBytes())), "of payload")
+		}
+		add(resultText(ev, false))
 	case event.KindConnect, event.KindBind, event.KindAccept, event.KindSend:
 		add(peer(ev))
 		if ev.PeerPID() != 0 {

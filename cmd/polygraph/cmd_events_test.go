@@ -289,6 +289,14 @@ func TestEventDetails(t *testing.T) {
 			e.Kind, e.Process.Signal, e.Process.DurationNS, e.Process.CPUNS, e.Process.MaxRSSKB = event.KindExit, 9, uint64(75*time.Second), uint64(1500*time.Microsecond), 20480
 		}), "killed by SIGKILL after 1m15s cpu 1.5ms rss 20.0 MiB"},
 		{"fork", with(func(e *event.Event) { e.Kind, e.Process.ChildPID = event.KindFork, 42 }), "child 42"},
+		{"key search", with(func(e *event.Event) {
+			e.Kind, e.Result = event.KindKey, event.Ptr(int64(912))
+			e.Key = &event.Key{KeyOp: "search", KeySerial: 912, KeyRing: -4, KeyType: "user", KeyDesc: "app token"}
+		}), "search key 912 user:'app token' keyring -4 = 912"},
+		{"key read", with(func(e *event.Event) {
+			e.Kind, e.Result = event.KindKey, event.Ptr(int64(40))
+			e.Key = &event.Key{KeyOp: "read", KeySerial: 912, KeyBytes: 40}
+		}), "read key 912 40 B of payload = 40"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,8 +13,8 @@ func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindRename, event.KindLink},
-		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
+		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindKey, event.KindRename, event.KindLink},
+		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, taken under another name or tried (a refused or masked attempt), a key of the kernel keyring the tree did not make was read (keyctl(2), request_key(2)), or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
 			OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
@@ -114,15 +114,41 @@ func sensitiveRead(s *run) []Finding {
 	}
 	storeMoves(s, &g)
 	maskedArgs(s, &g)
+	// The kernel keyring read through its calls, whatever program made
+	// them: one group with keyctl's command line above when it was keyctl.
+	keys := map[string][]string{} // the keys each group read
+	for _, r := range s.keyringReads() {
+		e := s.events[r.i]
+		call, who := s.actor(e)
+		sev, note := s.rule.Severity, "its payload handed to the reader"
+		if e.KeyOp() == "request" {
+			note = "found for the caller with request_key(2)"
+		}
+		if s.agentOwn(e) {
+			sev, note = SeverityInfo, "the agent's own read"
+		}
+		k := storeKeyring + "\x00" + s.actorKey(e)
+		if sev != s.rule.Severity {
+			k += "\x00" + string(sev)
+		}
+		g.add(k, func() *accessGroup {
+			return &accessGroup{path: storeKeyring, who: who, call: call, sev: sev, note: note}
+		}, e.Seq)
+		if name := r.name.label(e.KeySerial()); !slices.Contains(keys[k], name) {
+			keys[k] = append(keys[k], name)
+		}
+	}
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
 		detail := fmt.Sprintf("%s was read by %s", s.display(x.path), x.who)
-		if x.title != "" {
+		switch {
+		case x.title != "":
 			detail = fmt.Sprintf("%s was taken by %s", s.display(x.path), x.who)
-		}
-		if x.refused {
+		case x.refused:
 			detail = fmt.Sprintf("%s tried to open %s", x.who, s.display(x.path))
+		case len(keys[k]) > 0:
+			detail = fmt.Sprintf("%s of the kernel keyring was read by %s", list(keys[k], 3), x.who)
 		}
 		if x.note != "" {
 			detail += ": " + x.note
@@ -164,7 +190,7 @@ func storePrint(argv []string) (string, bool) {
 	}
 	switch prog := policy.ProgramName(argv[0]); {
 	case prog == "keyctl" && (argv[1] == "print" || argv[1] == "pipe" || argv[1] == "read"):
-		return "the kernel keyring", true
+		return storeKeyring, true
 	case prog == "secret-tool" && argv[1] == "lookup":
 		return "the desktop keyring", true
 	case prog == "security" && strings.HasPrefix(argv[1], "find-") && strings.HasSuffix(argv[1], "-password") && slices.Contains(argv[2:], "-w"):
@@ -172,3 +198,6 @@ func storePrint(argv []string) (string, bool) {
 	}
 	return "", false
 }
+
+// storeKeyring names the kernel keyring as a store in findings.
+const storeKeyring = "the kernel keyring"

@@ -1,7 +1,7 @@
 package event
 
 // Accessors of the field groups. Event embeds its groups (Process,
-// Object, Network, Call, Ring) by pointer, and an event of a kind without
+// Object, Network, Call, Ring, Attr, Key) by pointer, and an event of a kind without
 // a group has none: reading one of its fields through these methods gives
 // the zero value instead of a nil-pointer panic. Each method shadows the
 // promoted field of its name, so e.Argv cannot be read by mistake without
@@ -528,4 +528,58 @@ func (e *Event) Env() []string {
 		return zero
 	}
 	return e.Process.Env
+}
+
+// KeyOp is Key.KeyOp, or its zero value when e has no Key.
+func (e *Event) KeyOp() string {
+	if e.Key == nil {
+		var zero string
+		return zero
+	}
+	return e.Key.KeyOp
+}
+
+// KeySerial is Key.KeySerial, or its zero value when e has no Key.
+func (e *Event) KeySerial() int32 {
+	if e.Key == nil {
+		var zero int32
+		return zero
+	}
+	return e.Key.KeySerial
+}
+
+// KeyRing is Key.KeyRing, or its zero value when e has no Key.
+func (e *Event) KeyRing() int32 {
+	if e.Key == nil {
+		var zero int32
+		return zero
+	}
+	return e.Key.KeyRing
+}
+
+// KeyType is Key.KeyType, or its zero value when e has no Key.
+func (e *Event) KeyType() string {
+	if e.Key == nil {
+		var zero string
+		return zero
+	}
+	return e.Key.KeyType
+}
+
+// KeyDesc is Key.KeyDesc, or its zero value when e has no Key.
+func (e *Event) KeyDesc() string {
+	if e.Key == nil {
+		var zero string
+		return zero
+	}
+	return e.Key.KeyDesc
+}
+
+// KeyBytes is Key.KeyBytes, or its zero value when e has no Key.
+func (e *Event) KeyBytes() uint32 {
+	if e.Key == nil {
+		var zero uint32
+		return zero
+	}
+	return e.Key.KeyBytes
 }

@@ -72,6 +72,9 @@ type Event struct {
 
 	// chown, xattr (nil for the other kinds)
 	*Attr
+
+	// key (nil for the other kinds)
+	*Key
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -288,6 +291,38 @@ type Attr struct {
 	XattrOp string `json:"xattr_op,omitempty"`
 }
 
+// Key holds the fields of a key event: a call of the kernel keyring
+// (keyctl, add_key, request_key). A key's payload is a secret that lives
+// in no file; the sensor records which key a call touched and how, never
+// the payload.
+type Key struct {
+	// KeyOp is what the call did: "read" (KEYCTL_READ: the payload, or
+	// a keyring's list of keys, handed to the caller), "describe",
+	// "search", "link", "move", "update", "join_session_keyring",
+	// "get_persistent" (keyctl's commands), "add" (add_key), "request"
+	// (request_key).
+	KeyOp string `json:"key_op,omitempty"`
+	// KeySerial is the key operated on (read, describe, link, move,
+	// update), or the one found or made (search, request, add,
+	// join_session_keyring, get_persistent); 0 for none. Negative
+	// serials name a process's special keyrings (-4 the user keyring,
+	// -3 the session keyring, ...).
+	KeySerial int32 `json:"key_serial,omitempty"`
+	// KeyRing is the keyring searched (search), linked or moved into
+	// (link, move), added to or linked into (add, request,
+	// get_persistent).
+	KeyRing int32 `json:"key_ring,omitempty"`
+	// KeyType and KeyDesc are the key's type ("user", "logon",
+	// "keyring", ...) and description, as the call named them (add,
+	// request, search; join_session_keyring's name in KeyDesc) or the
+	// kernel described the key (describe).
+	KeyType string `json:"key_type,omitempty"`
+	KeyDesc string `json:"key_desc,omitempty"`
+	// KeyBytes (read) is how many bytes of the payload the kernel
+	// copied to the caller: 0 when it asked the length only.
+	KeyBytes uint32 `json:"key_bytes,omitempty"`
+}
+
 // ViaRing is the value of Ring.Via.
 const ViaRing = "io_uring"
 
@@ -317,6 +352,9 @@ func (e *Event) Complete() {
 	}
 	if g&GroupAttr != 0 && e.Attr == nil {
 		e.Attr = &Attr{}
+	}
+	if g&GroupKey != 0 && e.Key == nil {
+		e.Key = &Key{}
 	}
 }
 

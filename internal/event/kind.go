@@ -5,10 +5,11 @@ import "strings"
 // Group is a set of field groups a kind carries (kinds.tsv).
 type Group uint8
 
-// The field groups: GroupProcess, GroupNetwork, GroupCall and GroupRing
-// are the Event's embedded structs of those names; GroupFile marks the
-// file-system kinds, whose Path (and Path2 for rename and link) the sensor
-// resolved against the process's working directory or a descriptor.
+// The field groups: GroupProcess, GroupNetwork, GroupCall, GroupRing,
+// GroupAttr and GroupKey are the Event's embedded structs of those names;
+// GroupFile marks the file-system kinds, whose Path (and Path2 for rename
+// and link) the sensor resolved against the process's working directory
+// or a descriptor.
 const (
 	GroupProcess Group = 1 << iota
 	GroupFile
@@ -16,6 +17,7 @@ const (
 	GroupCall
 	GroupRing
 	GroupAttr
+	GroupKey
 )
 
 // Groups returns the field groups k carries.

@@ -52,10 +52,12 @@ const (
 	KindChown Kind = "chown"
 	// KindXattr is a change of a file's extended attributes (setxattr, removexattr and their l, f and at forms): XattrName the attribute (security.capability gives file capabilities, system.posix_acl_access an ACL), XattrOp set or remove.
 	KindXattr Kind = "xattr"
+	// KindKey is a kernel keyring call (keyctl(2), add_key(2), request_key(2)): KeyOp what it did (read, describe, search, link, move, update, join_session_keyring, get_persistent, add, request), KeySerial the key, KeyRing the keyring, KeyType and KeyDesc the key's type and description where the call named them or the kernel told them; Result the call's (a read's payload length, a search's serial); the payload itself is never recorded.
+	KindKey Kind = "key"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindKey}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -82,4 +84,5 @@ var groups = map[Kind]Group{
 	KindPeer:    GroupNetwork,
 	KindChown:   GroupFile | GroupAttr,
 	KindXattr:   GroupFile | GroupAttr,
+	KindKey:     GroupKey,
 }

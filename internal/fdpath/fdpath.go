@@ -2,8 +2,9 @@
 // file descriptors (/proc/self/fd/N/rest, /proc/PID/fd/N/rest,
 // /proc/thread-self/fd/N/rest, /dev/fd/N/rest: how Bun, which Claude Code
 // runs on, names files relative to a directory it holds open) into the
-// paths those descriptors were opened on, and the paths it names through
-// its own root (/proc/self/root/rest, /proc/PID/root/rest) into /rest.
+// paths those descriptors were opened on, and (Rooted) the paths it
+// names through its own root (/proc/self/root/rest, /proc/PID/root/rest)
+// into /rest.
 //
 // It is the one place polygraph does so. The sensor's decoder resolves
 // every path it decodes while recording; the session reader runs every
@@ -110,14 +111,6 @@ func (r *Resolver) Forget(pid uint32) {
 // Resolver does not know, or any other path, comes back unchanged. It
 // allocates only for a path it rewrites.
 func (r *Resolver) Path(pid uint32, p string) string {
-	if rest, ok := rootTail(p, pid); ok {
-		// The process's own root: what polygraph records is named from
-		// it already (a successful open's object path says the same), so
-		// a name through it is the name without it. A failed open has no
-		// object path to say so: without this, a refused read of
-		// /proc/self/root/home/u/.aws/credentials names no credential.
-		return path.Clean("/" + rest)
-	}
 	fd, rest, ok := Split(p, pid)
 	if !ok {
 		return p
@@ -132,6 +125,25 @@ func (r *Resolver) Path(pid uint32, p string) string {
 	return path.Join(base, rest)
 }
 
+// Rooted returns p, named by pid, without a leading link to pid's own
+// root (/proc/self/root/rest, /proc/thread-self/root/rest,
+// /proc/PID/root/rest: /rest), and any other path unchanged. What
+// polygraph records is named from that root already, so a name through
+// it is the name without it. A successful open's object path says so by
+// itself (and keeps the name asked for beside it); an event with no
+// object (a failed open, a rename, a link) needs this: without it, a
+// refused read of /proc/self/root/home/u/.aws/credentials names no
+// credential.
+func Rooted(pid uint32, p string) string {
+	if !Through(p) {
+		return p
+	}
+	if rest, ok := rootTail(p, pid); ok {
+		return path.Clean("/" + rest)
+	}
+	return p
+}
+
 // Event resolves the paths of a file event in place (a symlink's target
 // is text, and stays as written), then learns from it: an open's
 // descriptor, an exit's end of the process's table. Feed it every event of
@@ -141,9 +153,12 @@ func (r *Resolver) Event(e *event.Event) {
 	case e.Kind.IsFile():
 		if Through(e.Path) {
 			e.Path = r.Path(e.PID, e.Path)
+			if e.Object == nil {
+				e.Path = Rooted(e.PID, e.Path)
+			}
 		}
 		if Through(e.Path2) && !(e.Kind == event.KindLink && e.Flags != nil && *e.Flags&symlinkFlag != 0) {
-			e.Path2 = r.Path(e.PID, e.Path2)
+			e.Path2 = Rooted(e.PID, r.Path(e.PID, e.Path2))
 		}
 		if e.Kind == event.KindOpen && e.Result != nil && *e.Result >= 0 {
 			r.Opened(e.PID, *e.Result, e.Path)

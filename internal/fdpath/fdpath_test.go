@@ -141,7 +141,6 @@ func TestDirTail(t *testing.T) {
 // comes back as the path from the root, and that other /proc paths and
 // another process's root are left alone.
 func TestRootPath(t *testing.T) {
-	r := New()
 	for _, c := range []struct{ in, want string }{
 		{"/proc/self/root/home/u/.aws/credentials", "/home/u/.aws/credentials"},
 		{"/proc/thread-self/root/etc/shadow", "/etc/shadow"},
@@ -152,8 +151,8 @@ func TestRootPath(t *testing.T) {
 		{"/proc/70/root/etc/shadow", "/proc/70/root/etc/shadow"},
 		{"/proc/self/environ", "/proc/self/environ"},
 	} {
-		if got := r.Path(7, c.in); got != c.want {
-			t.Errorf("Path(7, %q) = %q, want %q", c.in, got, c.want)
+		if got := Rooted(7, c.in); got != c.want {
+			t.Errorf("Rooted(7, %q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

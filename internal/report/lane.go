@@ -375,7 +375,8 @@ func markClass(e *event.Event) string {
 		cls = "m-write"
 	case e.Kind.IsNetwork() || e.Kind == event.KindDNS:
 		cls = "m-net"
-	case e.Kind == event.KindSignal || e.Kind == event.KindInject || e.Kind == event.KindMemRead || e.Kind == event.KindBPF:
+	case e.Kind == event.KindSignal || e.Kind == event.KindInject || e.Kind == event.KindMemRead || e.Kind == event.KindBPF ||
+		e.Kind == event.KindKey:
 		cls = "m-call"
 	default:
 		return ""

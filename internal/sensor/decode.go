@@ -233,6 +233,8 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodePeer(b)
 	case evUring:
 		return d.decodeUring(b)
+	case evKey:
+		return d.decodeKey(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }
@@ -507,9 +509,12 @@ func (d *Decoder) decodePath(b []byte) (*event.Event, error) {
 			e.Object, p1 = d.openObject(r, obj, p1)
 		}
 	}
+	if e.Object == nil && kind != event.KindLink { // a link's p1 is its target as written
+		p1 = fdpath.Rooted(r.H.Pid, p1) // no object path to name it from the root
+	}
 	p2 := ""
 	if r.Path2Len > 0 && kind != event.KindXattr { // an xattr's second string is a name
-		p2 = d.path(r.H.Pid, parts[2], parts[3])
+		p2 = fdpath.Rooted(r.H.Pid, d.path(r.H.Pid, parts[2], parts[3]))
 	}
 	if kind == event.KindOpen && r.Result >= 0 {
 		d.fds.Opened(r.H.Pid, r.Result, p1)

@@ -92,6 +92,19 @@ type polygraphEvHeader struct {
 	Comm    [16]int8
 }
 
+type polygraphEvKey struct {
+	_       structs.HostLayout
+	H       polygraphEvHeader
+	Result  int64
+	Op      uint32
+	Serial  int32
+	Ring    int32
+	Bytes   uint32
+	TypeLen uint16
+	DescLen uint16
+	Pad0    uint32
+}
+
 type polygraphEvPath struct {
 	_        structs.HostLayout
 	H        polygraphEvHeader
@@ -190,6 +203,15 @@ type polygraphFileId struct {
 	Ino  uint64
 	Dev  uint32
 	Pad0 uint32
+}
+
+type polygraphKeySeenKey struct {
+	_       structs.HostLayout
+	ImageNs uint64
+	Tgid    uint32
+	Op      uint32
+	Serial  int32
+	Outcome uint32
 }
 
 type polygraphObjKey struct {
@@ -338,6 +360,7 @@ const (
 	polygraphMapEvents            = "events"
 	polygraphMapFifoEnds          = "fifo_ends"
 	polygraphMapFifoPairs         = "fifo_pairs"
+	polygraphMapKeySeen           = "key_seen"
 	polygraphMapLost              = "lost"
 	polygraphMapObjCache          = "obj_cache"
 	polygraphMapPathGen           = "path_gen"
@@ -368,6 +391,7 @@ const (
 	polygraphVarUnusedExit        = "_unused_exit"
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedIdent       = "_unused_ident"
+	polygraphVarUnusedKey         = "_unused_key"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedPeer        = "_unused_peer"
 	polygraphVarUnusedSecOpenKey  = "_unused_sec_open_key"
@@ -442,6 +466,7 @@ type polygraphMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	FifoEnds   *ebpf.MapSpec `ebpf:"fifo_ends"`
 	FifoPairs  *ebpf.MapSpec `ebpf:"fifo_pairs"`
+	KeySeen    *ebpf.MapSpec `ebpf:"key_seen"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	ObjCache   *ebpf.MapSpec `ebpf:"obj_cache"`
 	PathGen    *ebpf.MapSpec `ebpf:"path_gen"`
@@ -469,6 +494,7 @@ type polygraphVariableSpecs struct {
 	UnusedExit       *ebpf.VariableSpec `ebpf:"_unused_exit"`
 	UnusedFork       *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.VariableSpec `ebpf:"_unused_ident"`
+	UnusedKey        *ebpf.VariableSpec `ebpf:"_unused_key"`
 	UnusedPath       *ebpf.VariableSpec `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.VariableSpec `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.VariableSpec `ebpf:"_unused_sec_open_key"`
@@ -506,6 +532,7 @@ type polygraphMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
 	FifoEnds   *ebpf.Map `ebpf:"fifo_ends"`
 	FifoPairs  *ebpf.Map `ebpf:"fifo_pairs"`
+	KeySeen    *ebpf.Map `ebpf:"key_seen"`
 	Lost       *ebpf.Map `ebpf:"lost"`
 	ObjCache   *ebpf.Map `ebpf:"obj_cache"`
 	PathGen    *ebpf.Map `ebpf:"path_gen"`
@@ -529,6 +556,7 @@ func (m *polygraphMaps) Close() error {
 		m.Events,
 		m.FifoEnds,
 		m.FifoPairs,
+		m.KeySeen,
 		m.Lost,
 		m.ObjCache,
 		m.PathGen,
@@ -557,6 +585,7 @@ type polygraphVariables struct {
 	UnusedExit       *ebpf.Variable `ebpf:"_unused_exit"`
 	UnusedFork       *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.Variable `ebpf:"_unused_ident"`
+	UnusedKey        *ebpf.Variable `ebpf:"_unused_key"`
 	UnusedPath       *ebpf.Variable `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.Variable `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.Variable `ebpf:"_unused_sec_open_key"`

@@ -118,10 +118,19 @@ const (
 	fOwnerGroup protowire.Number = 73 // varint, written whenever OwnerGroup is set
 	fXattrName  protowire.Number = 74
 	fXattrOp    protowire.Number = 75
+	// event.Key (key); fKey is written whenever the event has one, so its
+	// presence marks the group
+	fKey       protowire.Number = 76 // varint 1
+	fKeyOp     protowire.Number = 77
+	fKeySerial protowire.Number = 78 // sint, written when not 0
+	fKeyRing   protowire.Number = 79 // sint, written when not 0
+	fKeyType   protowire.Number = 80
+	fKeyDesc   protowire.Number = 81
+	fKeyBytes  protowire.Number = 82
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fXattrOp
+const lastField = fKeyBytes
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -302,6 +311,19 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str(fXattrName, a.XattrName)
 		str(fXattrOp, a.XattrOp)
 	}
+	if k := ev.Key; k != nil {
+		buf = protowire.AppendVarint(protowire.AppendTag(buf, fKey, protowire.VarintType), 1)
+		str(fKeyOp, k.KeyOp)
+		if k.KeySerial != 0 {
+			sint(fKeySerial, int64(k.KeySerial))
+		}
+		if k.KeyRing != 0 {
+			sint(fKeyRing, int64(k.KeyRing))
+		}
+		str(fKeyType, k.KeyType)
+		str(fKeyDesc, k.KeyDesc)
+		uint(fKeyBytes, uint64(k.KeyBytes))
+	}
 	if r := ev.Ring; r != nil {
 		str1(fVia, r.Via)
 		str(fRingOp, r.RingOp)
@@ -417,6 +439,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Ring = d.rings.New()
 		} else if fAttr <= num && num <= fXattrOp && ev.Attr == nil {
 			ev.Attr = &event.Attr{}
+		} else if fKey <= num && num <= fKeyBytes && ev.Key == nil {
+			ev.Key = &event.Key{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -516,6 +540,12 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Attr.Owner = d.u32.Ptr(uint32(v))
 		case fOwnerGroup:
 			ev.Attr.OwnerGroup = d.u32.Ptr(uint32(v))
+		case fKeySerial:
+			ev.Key.KeySerial = int32(protowire.DecodeZigZag(v))
+		case fKeyRing:
+			ev.Key.KeyRing = int32(protowire.DecodeZigZag(v))
+		case fKeyBytes:
+			ev.Key.KeyBytes = uint32(v)
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -606,6 +636,12 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Attr.XattrName = s
 	case fXattrOp:
 		ev.Attr.XattrOp = s
+	case fKeyOp:
+		ev.Key.KeyOp = s
+	case fKeyType:
+		ev.Key.KeyType = s
+	case fKeyDesc:
+		ev.Key.KeyDesc = s
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
@@ -618,7 +654,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp,
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp, fKeyOp, fKeyType, fKeyDesc,
 		fTargetExe, fEnv} {
 		m[f] = true
 	}

@@ -139,6 +139,14 @@ func kernelTruthSamples() []*event.Event {
 			e.Path, e.Result = "/tmp/sh", event.Ptr(int64(-1))
 			e.Attr.XattrName, e.Attr.XattrOp = "security.capability", "set"
 		}),
+		with(common(26, event.KindKey, 102, "python3"), func(e *event.Event) {
+			e.Result = event.Ptr(int64(40))
+			*e.Key = event.Key{KeyOp: "search", KeySerial: 912345678, KeyRing: -4, KeyType: "user", KeyDesc: "app:api-token"}
+		}),
+		with(common(27, event.KindKey, 102, "python3"), func(e *event.Event) {
+			e.Result = event.Ptr(int64(40))
+			*e.Key = event.Key{KeyOp: "read", KeySerial: 912345678, KeyBytes: 40}
+		}),
 	}
 }
 
