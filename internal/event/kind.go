@@ -16,6 +16,7 @@ const (
 	GroupCall
 	GroupRing
 	GroupAttr
+	GroupMount
 )
 
 // Groups returns the field groups k carries.

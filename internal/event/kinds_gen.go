@@ -52,10 +52,12 @@ const (
 	KindChown Kind = "chown"
 	// KindXattr is a change of a file's extended attributes (setxattr, removexattr and their l, f and at forms): XattrName the attribute (security.capability gives file capabilities, system.posix_acl_access an ACL), XattrOp set or remove.
 	KindXattr Kind = "xattr"
+	// KindMount is a change of what the file tree shows, or a step toward one (MountOp): mount(2) (Path the target, Path2 a bind's or move's source, FSType, an overlay's MountData and MountLayers), umount2, and the new mount API's open_tree (Path the tree taken), move_mount (Path the target, Path2 the source or MountFD the detached tree), fsopen (FSType), fsconfig (MountData the key and, for a path-valued key, the value; MountLayers those paths) and fsmount.
+	KindMount Kind = "mount"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindMount}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -82,4 +84,5 @@ var groups = map[Kind]Group{
 	KindPeer:    GroupNetwork,
 	KindChown:   GroupFile | GroupAttr,
 	KindXattr:   GroupFile | GroupAttr,
+	KindMount:   GroupFile | GroupMount,
 }

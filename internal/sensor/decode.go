@@ -233,6 +233,8 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodePeer(b)
 	case evUring:
 		return d.decodeUring(b)
+	case evMount:
+		return d.decodeMount(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }

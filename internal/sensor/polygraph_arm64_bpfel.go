@@ -92,6 +92,24 @@ type polygraphEvHeader struct {
 	Comm    [16]int8
 }
 
+type polygraphEvMount struct {
+	_        structs.HostLayout
+	H        polygraphEvHeader
+	Result   int64
+	Flags    uint64
+	Fd       int32
+	Op       uint8
+	Pad0     uint8
+	PathLen  uint16
+	BaseLen  uint16
+	Path2Len uint16
+	Base2Len uint16
+	TypeLen  uint16
+	DataLen  uint16
+	Pad1     uint16
+	_        [4]byte
+}
+
 type polygraphEvPath struct {
 	_        structs.HostLayout
 	H        polygraphEvHeader
@@ -368,6 +386,7 @@ const (
 	polygraphVarUnusedExit        = "_unused_exit"
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedIdent       = "_unused_ident"
+	polygraphVarUnusedMount       = "_unused_mount"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedPeer        = "_unused_peer"
 	polygraphVarUnusedSecOpenKey  = "_unused_sec_open_key"
@@ -469,6 +488,7 @@ type polygraphVariableSpecs struct {
 	UnusedExit       *ebpf.VariableSpec `ebpf:"_unused_exit"`
 	UnusedFork       *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.VariableSpec `ebpf:"_unused_ident"`
+	UnusedMount      *ebpf.VariableSpec `ebpf:"_unused_mount"`
 	UnusedPath       *ebpf.VariableSpec `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.VariableSpec `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.VariableSpec `ebpf:"_unused_sec_open_key"`
@@ -557,6 +577,7 @@ type polygraphVariables struct {
 	UnusedExit       *ebpf.Variable `ebpf:"_unused_exit"`
 	UnusedFork       *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.Variable `ebpf:"_unused_ident"`
+	UnusedMount      *ebpf.Variable `ebpf:"_unused_mount"`
 	UnusedPath       *ebpf.Variable `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.Variable `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.Variable `ebpf:"_unused_sec_open_key"`

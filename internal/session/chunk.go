@@ -118,10 +118,17 @@ const (
 	fOwnerGroup protowire.Number = 73 // varint, written whenever OwnerGroup is set
 	fXattrName  protowire.Number = 74
 	fXattrOp    protowire.Number = 75
+	// event.Mount; fMountOp is written whenever the event has one, so its
+	// presence marks the group
+	fMountOp     protowire.Number = 76
+	fFSType      protowire.Number = 77
+	fMountData   protowire.Number = 78
+	fMountLayers protowire.Number = 79 // repeated string
+	fMountFD     protowire.Number = 80 // zigzag varint, written whenever MountFD is set
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fXattrOp
+const lastField = fMountFD
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -302,6 +309,17 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str(fXattrName, a.XattrName)
 		str(fXattrOp, a.XattrOp)
 	}
+	if m := ev.Mount; m != nil {
+		str1(fMountOp, m.MountOp)
+		str(fFSType, m.FSType)
+		str(fMountData, m.MountData)
+		for _, l := range m.MountLayers {
+			str1(fMountLayers, l)
+		}
+		if m.MountFD != nil {
+			sint(fMountFD, int64(*m.MountFD))
+		}
+	}
 	if r := ev.Ring; r != nil {
 		str1(fVia, r.Via)
 		str(fRingOp, r.RingOp)
@@ -417,6 +435,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Ring = d.rings.New()
 		} else if fAttr <= num && num <= fXattrOp && ev.Attr == nil {
 			ev.Attr = &event.Attr{}
+		} else if fMountOp <= num && num <= fMountFD && ev.Mount == nil {
+			ev.Mount = &event.Mount{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -516,6 +536,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Attr.Owner = d.u32.Ptr(uint32(v))
 		case fOwnerGroup:
 			ev.Attr.OwnerGroup = d.u32.Ptr(uint32(v))
+		case fMountFD:
+			ev.Mount.MountFD = event.Ptr(int32(protowire.DecodeZigZag(v)))
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -606,6 +628,14 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Attr.XattrName = s
 	case fXattrOp:
 		ev.Attr.XattrOp = s
+	case fMountOp:
+		ev.Mount.MountOp = s
+	case fFSType:
+		ev.Mount.FSType = s
+	case fMountData:
+		ev.Mount.MountData = s
+	case fMountLayers:
+		ev.Mount.MountLayers = append(ev.Mount.MountLayers, s)
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
@@ -618,7 +648,7 @@ var stringFields = func() [lastField + 1]bool {
 	var m [lastField + 1]bool
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
-		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp,
+		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp, fMountOp, fFSType, fMountData, fMountLayers,
 		fTargetExe, fEnv} {
 		m[f] = true
 	}
