@@ -13,7 +13,7 @@ func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen, event.KindExec},
+		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindMount},
 		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
@@ -112,7 +112,7 @@ func sensitiveRead(s *run) []Finding {
 		f.Blocked = x.blocked
 		out = append(out, f)
 	}
-	return out
+	return append(out, s.storeMounts()...) // mounts.go
 }
 
 // storePrint reports whether argv asks a secret store that keeps no file
