@@ -60,16 +60,15 @@ static __always_inline int report_mount(struct proc_info *pi, struct mnt_op *m, 
 	e->op = m->op;
 	e->_pad0 = 0;
 	e->_pad1 = 0;
-	__u32 off;
-	if (m->cwd) {
-		__u32 n = read_ustr(s, 0, (const char *)m->p1, &flags);
-		__u32 b = walk_base(t, AT_FDCWD, s, n, &flags);
-		e->path_len = n;
-		e->base_len = b;
-		off = n + b;
-	} else {
-		off = path_and_base(t, s, 0, m->p1, m->dfd, &e->path_len, &e->base_len, &flags);
-	}
+	/* path_and_base, but with cwd set the base is walked for an
+	 * absolute path too: one copy of the walk for the verifier */
+	__u32 n1 = read_ustr(s, 0, (const char *)m->p1, &flags);
+	__u32 b1 = 0;
+	if (m->cwd || (m->dfd != NO_BASE && (n1 == 0 || s->b[OFF(0)] != '/')))
+		b1 = walk_base(t, m->cwd ? AT_FDCWD : m->dfd, s, n1, &flags);
+	e->path_len = n1;
+	e->base_len = b1;
+	__u32 off = n1 + b1;
 	e->path2_len = 0;
 	e->base2_len = 0;
 	if (m->p2 || m->dfd2 != NO_BASE)
