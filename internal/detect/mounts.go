@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/policy"
 )
 
 // Mounts. A mount shows a tree's files under another path: a bind of
@@ -203,9 +204,10 @@ func (s *facts) mountAliasOf(i int) (int32, bool) {
 // stores' directories), a store's own directory by the policy's
 // catalogue (~/.aws, ~/.ssh, ~/.config/gcloud: policy.SensitiveDir), or
 // a directory below a home that held a credential file when the session
-// began (meta.Secrets: ~/.config holding ~/.config/gh/hosts.yml). A home
-// itself, or a directory above the homes, is no store: every sandbox
-// binds those.
+// began (meta.Secrets: ~/.config/gh holding hosts.yml). A home, a
+// directory above the homes, or a base directory everything keeps its
+// files in (~/.config, ~/.cache, ~/.local/share: policy.BaseDir) is no
+// store, whatever it holds: sandboxes bind those whole.
 func (s *facts) storeAt(dir string, i int) (string, bool) {
 	id := s.pathID(dir)
 	if id >= 0 {
@@ -217,7 +219,7 @@ func (s *facts) storeAt(dir string, i int) (string, bool) {
 		return dir, true
 	}
 	for _, h := range s.homes {
-		if dir == h || strings.HasPrefix(h, dir+"/") || dir == "/" {
+		if dir == h || strings.HasPrefix(h, dir+"/") || policy.BaseDir(dir, h) {
 			return "", false
 		}
 	}

@@ -150,7 +150,8 @@ func TestMounts(t *testing.T) {
 		{
 			name: "binds and overlays of ordinary directories, and a home, are nothing",
 			build: func(b *builder) {
-				b.secrets = secrets
+				b.secrets = append(secrets, manifest.Secret{Path: home + "/.config/hub", Dev: 2049, Ino: 80},
+					manifest.Secret{Path: home + "/.cache/huggingface/token", Dev: 2049, Ino: 81})
 				sh := unshare(b)
 				sh.mount(proj+"/mnt", proj+"/src", nil, 0)
 				sh.open(proj+"/mnt/main.go", "read")
@@ -158,6 +159,8 @@ func TestMounts(t *testing.T) {
 				sh.open(proj+"/ov/credentials", "read")
 				sh.mount("/tmp/newroot/home/dev", home, nil, 0)
 				sh.mount("/tmp/newroot", "/", nil, 0)
+				sh.mount("/tmp/newroot/home/dev/.config", home+"/.config", nil, 0) // holds ~/.config/hub, and everything else's
+				sh.mount("/tmp/newroot/home/dev/.cache", home+"/.cache", nil, 0)
 				sh.mountCall("umount", proj+"/mnt", nil, nil, 0)
 			},
 			want: nil,

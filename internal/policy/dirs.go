@@ -20,17 +20,12 @@ var baseDirs = []string{"~", "~/.config", "~/.local", "~/.local/share", "~/.cach
 // at any depth (.env) name no directory; the base directories (a home,
 // ~/.config, ~/.cache, ~/.local/share, /) are no store, whatever they hold.
 func (s *PathSet) Dir(dir, home string) (PathRule, bool) {
-	if s == nil || dir == "" {
+	if s == nil || BaseDir(dir, home) {
 		return PathRule{}, false
 	}
 	dir = strings.TrimRight(dir, "/")
 	h, _ := homeForm(dir+"/", home)
 	h = strings.TrimRight(h, "/")
-	for _, b := range baseDirs {
-		if dir == b || h == b || dir == "" {
-			return PathRule{}, false
-		}
-	}
 	for i, in := range s.include {
 		d := in.dir()
 		if d != "" && (d == dir || d == h) {
@@ -38,6 +33,25 @@ func (s *PathSet) Dir(dir, home string) (PathRule, bool) {
 		}
 	}
 	return PathRule{}, false
+}
+
+// BaseDir reports whether dir is one of the directories every program
+// keeps its files in (a home, ~/.config, ~/.cache, ~/.local/share, /,
+// /etc, /tmp, /var, /home), home being the session's: no store, whatever
+// it holds.
+func BaseDir(dir, home string) bool {
+	dir = strings.TrimRight(dir, "/")
+	if dir == "" {
+		return true
+	}
+	h, _ := homeForm(dir+"/", home)
+	h = strings.TrimRight(h, "/")
+	for _, b := range baseDirs {
+		if dir == b || h == b {
+			return true
+		}
+	}
+	return false
 }
 
 // dir is the directory the pattern's matches lie in, or whose tree they

@@ -14,6 +14,7 @@ func TestSensitiveDir(t *testing.T) {
 		{"/home/dev/.config/gcloud", true},
 		{"/home/dev/.aws/sso/cache", true},
 		{"/home/dev/.config", false}, // holds ~/.config/hub, but everything keeps its files there
+		{"/root/.cache", false},
 		{"/home/dev", false},
 		{"/home", false},
 		{"/", false},
