@@ -115,7 +115,10 @@ func (s *facts) secretMatch(l *pathList, i int, id int32) (r policy.PathRule, al
 		return r, "", true
 	}
 	e := s.events[i]
-	if e.Object != nil {
+	// A credential file is a regular file: a directory or a device with
+	// its (dev, ino) is the number given again after the file was
+	// removed outside the tree (another session's home emptied).
+	if e.Object != nil && (e.Object.FileType == "" || e.Object.FileType == "file") {
 		if canon, known := s.secretAt(fileID{e.Object.Dev, e.Object.Ino}, e.Seq); known && canon != id {
 			if r, ok := s.matchOf(l, i, canon); ok {
 				return r, s.paths.strs[canon], true
