@@ -113,6 +113,40 @@ struct ev_path {
 	__u32 obj_id; /* EVF_OBJECT: the object-path cache's id of the walk (objcache.h), 0 for none */
 };
 
+/* EV_MOUNT: a mount(2), umount2 or a call of the new mount API (op,
+ * MOUNT_OP_*). Then path and base (the target, or the path open_tree
+ * names, with the directory a relative one is resolved against: for
+ * mount(2) and fsconfig's strings always the cwd, which the source and an
+ * overlay's layers are resolved against too), path2 and base2 (a bind's
+ * or move's source, move_mount's from, an fsconfig path's or descriptor's
+ * directory), type (mount's and fsopen's filesystem type, fsconfig's key)
+ * and data (mount's option string, fsconfig's string value), as the
+ * process passed them. */
+struct ev_mount {
+	struct ev_header h;
+	__s64 result;
+	__u64 flags;  /* mount: MS_*; umount2, open_tree, move_mount, fsopen, fsmount: theirs; fsconfig: the command */
+	__s32 fd;     /* fsconfig, fsmount: the filesystem context; move_mount: from_dfd; -1 for none */
+	__u8 op;
+	__u8 _pad0;
+	__u16 path_len;
+	__u16 base_len;
+	__u16 path2_len;
+	__u16 base2_len;
+	__u16 type_len;
+	__u16 data_len;
+	__u16 _pad1;
+};
+
+/* ev_mount.op */
+#define MOUNT_OP_MOUNT 1
+#define MOUNT_OP_UMOUNT 2
+#define MOUNT_OP_OPEN_TREE 3
+#define MOUNT_OP_MOVE_MOUNT 4
+#define MOUNT_OP_FSOPEN 5
+#define MOUNT_OP_FSCONFIG 6
+#define MOUNT_OP_FSMOUNT 7
+
 /* EV_PEER: a FIFO opened by a process of the tree and, at its other end,
  * by one outside it: sent by whichever open returned second (the tree's,
  * after its open record; or the outside one's). The header is the tree's

@@ -29,6 +29,7 @@ enum ev_kind {
 	EV_CHOWN = 21,
 	EV_XATTR = 22,
 	EV_KEY = 23,
+	EV_MOUNT = 26,
 };
 
 #endif /* __POLYGRAPH_KINDS_H */

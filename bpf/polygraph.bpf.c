@@ -241,6 +241,7 @@ const struct ev_dns *_unused_dns __attribute__((unused));
 const struct ev_call *_unused_call __attribute__((unused));
 const struct ev_peer *_unused_peer __attribute__((unused));
 const struct ev_key *_unused_key __attribute__((unused));
+const struct ev_mount *_unused_mount __attribute__((unused));
 const struct sec_open_key *_unused_sec_open_key __attribute__((unused));
 
 static __always_inline void count_lost(__u32 slot)
@@ -1439,6 +1440,7 @@ static __always_inline bool at_sensor(__s32 pid, __u32 sig)
 
 #include "edge.h"
 #include "keyring.h"
+#include "mount.h"
 
 /* ---- the syscall dispatch ---- */
 
@@ -1463,6 +1465,7 @@ static __always_inline bool at_exit(long id)
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
 	case NR_mount: case NR_umount2: case NR_move_mount: case NR_pivot_root:
+	case NR_open_tree: case NR_fsopen: case NR_fsconfig: case NR_fsmount:
 	case NR_chown: case NR_fchown: case NR_lchown: case NR_fchownat:
 	case NR_setxattr: case NR_lsetxattr: case NR_fsetxattr: case NR_setxattrat:
 	case NR_removexattr: case NR_lremovexattr: case NR_fremovexattr: case NR_removexattrat:
@@ -1570,12 +1573,20 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * of it is a copy for the verifier, and a copy per syscall cost a
 	 * second at every start. */
 	struct op v = {};
+	struct mnt_op mo = {};
 	long res = ret; /* the result the record carries (the fd of a received file) */
 #define report(k, d1, u1, d2, u2, fl, md)                                                                   \
 	({                                                                                                  \
 		v = (struct op){.kind = (k), .dfd = (d1), .p1 = (u1), .dfd2 = (d2), .p2 = (u2), .flags = (fl), \
 				.mode = (md)};                                                                 \
 		goto send_op;                                                                               \
+		0;                                                                                          \
+	})
+#define mnt(o, c, d1, u1, d2, u2, ty, da, fl, f)                                                              \
+	({                                                                                                  \
+		mo = (struct mnt_op){.op = (o), .cwd = (c), .dfd = (d1), .p1 = (u1), .dfd2 = (d2), .p2 = (u2),      \
+				     .type = (ty), .data = (da), .flags = (fl), .fd = (f)};                        \
+		goto send_mnt;                                                                              \
 		0;                                                                                          \
 	})
 	switch (id) {
@@ -1747,11 +1758,46 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		v = (struct op){.kind = EV_KEY, .flags = KEY_OP_REQUEST, .dfd = ret > 0 ? ret : 0, .dfd2 = A(3), .p1 = A(0),
 				.p2 = A(1)};
 		goto send_op;
+	/* mounts (mount.h): mount(source, target, type, flags, data) with
+	 * the cwd beside the target, since the source and an overlay's
+	 * layers are resolved against it too */
+	case NR_mount:
+		return mnt(MOUNT_OP_MOUNT, 1, AT_FDCWD, A(1), NO_BASE, A(0), A(2), A(4), A(3), -1);
+	case NR_umount2:
+		return mnt(MOUNT_OP_UMOUNT, 0, AT_FDCWD, A(0), NO_BASE, 0, 0, 0, A(1), -1);
+	case NR_open_tree:
+		return mnt(MOUNT_OP_OPEN_TREE, 0, A(0), A(1), NO_BASE, 0, 0, 0, A(2), -1);
+	case NR_move_mount: /* from (dfd, path) in p2, to (dfd, path) in p1 */
+		return mnt(MOUNT_OP_MOVE_MOUNT, 0, A(2), A(3), A(0), A(1), 0, 0, A(4), A(0));
+	case NR_fsopen:
+		return mnt(MOUNT_OP_FSOPEN, 0, NO_BASE, 0, NO_BASE, 0, A(0), 0, A(1), -1);
+	case NR_fsmount:
+		return mnt(MOUNT_OP_FSMOUNT, 0, NO_BASE, 0, NO_BASE, 0, 0, 0, A(1), A(0));
+	case NR_fsconfig:
+		/* fsconfig(fd, cmd, key, value, aux): a string value with the
+		 * cwd it is resolved against, a path against aux, a descriptor
+		 * as its path; the commands that name nothing are not sent */
+		switch (A(1)) {
+		case FSCONFIG_SET_FLAG:
+		case FSCONFIG_SET_BINARY:
+			return mnt(MOUNT_OP_FSCONFIG, 0, NO_BASE, 0, NO_BASE, 0, A(2), 0, A(1), A(0));
+		case FSCONFIG_SET_STRING:
+			return mnt(MOUNT_OP_FSCONFIG, 1, NO_BASE, 0, NO_BASE, 0, A(2), A(3), A(1), A(0));
+		case FSCONFIG_SET_PATH:
+		case FSCONFIG_SET_PATH_EMPTY:
+			return mnt(MOUNT_OP_FSCONFIG, 0, NO_BASE, 0, A(4), A(3), A(2), 0, A(1), A(0));
+		case FSCONFIG_SET_FD:
+			return mnt(MOUNT_OP_FSCONFIG, 0, NO_BASE, 0, A(4), 0, A(2), 0, A(1), A(0));
+		}
+		return 0;
 	}
 #undef report
+#undef mnt
 	return 0;
 send_op:
 	return report_op(pi, v.kind, v.dfd, v.p1, v.dfd2, v.p2, v.flags, v.mode, res);
+send_mnt:
+	return report_mount(pi, &mo, ret);
 }
 
 /* ---- bytes per peer ---- */

@@ -59,6 +59,10 @@
 #define NR_mount 165
 #define NR_umount2 166
 #define NR_move_mount 429
+#define NR_open_tree 428
+#define NR_fsopen 430
+#define NR_fsconfig 431
+#define NR_fsmount 432
 #define NR_chown 92
 #define NR_fchown 93
 #define NR_lchown 94
@@ -133,6 +137,10 @@
 #define NR_mount 40
 #define NR_pivot_root 41
 #define NR_move_mount 429
+#define NR_open_tree 428
+#define NR_fsopen 430
+#define NR_fsconfig 431
+#define NR_fsmount 432
 #define NR_chown -10
 #define NR_fchown 55
 #define NR_lchown -11

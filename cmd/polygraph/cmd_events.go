@@ -301,6 +301,30 @@ func eventDetails(ev *event.Event) string {
 			add("(" + sanitizeLine(ev.Host()) + ")")
 		}
 		add("sent", human.Bytes(ev.BytesSent()), "recv", human.Bytes(ev.BytesRecv()))
+	case event.KindMount:
+		add(ev.MountOp())
+		if ev.FSType() != "" {
+			add("type", sanitizeLine(ev.FSType()))
+		}
+		if ev.Path2 != "" {
+			add(quoteWord(ev.Path2), "->")
+		}
+		if fd := ev.MountFD(); fd != nil {
+			add("fd", strconv.Itoa(int(*fd)))
+			if ev.Path != "" {
+				add("->")
+			}
+		}
+		if ev.Path != "" {
+			add(path(ev.Path, ev.PathTruncated))
+		}
+		if ev.MountData() != "" {
+			add(quoteWord(ev.MountData()))
+		}
+		if ev.Flags != nil && *ev.Flags != 0 {
+			add(fmt.Sprintf("flags %#x", *ev.Flags))
+		}
+		add(resultText(ev, ev.MountOp() == "open_tree" || ev.MountOp() == "fsopen" || ev.MountOp() == "fsmount"))
 	case event.KindUring:
 		add(ev.RingOp())
 		if ev.Path != "" {

@@ -297,6 +297,22 @@ func TestEventDetails(t *testing.T) {
 			e.Kind, e.Result = event.KindKey, event.Ptr(int64(40))
 			e.Key = &event.Key{KeyOp: "read", KeySerial: 912, KeyBytes: 40}
 		}), "read key 912 40 B of payload = 40"},
+		{"mount bind", with(func(e *event.Event) {
+			e.Kind, e.Path, e.Path2, e.Flags, e.Result = event.KindMount, "/w/mnt", "/h/.aws", event.Ptr(uint32(0x1000)), event.Ptr(int64(0))
+			e.Mount = &event.Mount{MountOp: "mount"}
+		}), "mount /h/.aws -> /w/mnt flags 0x1000"},
+		{"mount overlay", with(func(e *event.Event) {
+			e.Kind, e.Path, e.Result = event.KindMount, "/w/m", event.Ptr(int64(-1))
+			e.Mount = &event.Mount{MountOp: "mount", FSType: "overlay", MountData: "lowerdir=/h/.aws,upperdir=/w/u,workdir=/w/k"}
+		}), "mount type overlay /w/m lowerdir=/h/.aws,upperdir=/w/u,workdir=/w/k EPERM"},
+		{"move_mount of a detached tree", with(func(e *event.Event) {
+			e.Kind, e.Path, e.Flags, e.Result = event.KindMount, "/w/nt", event.Ptr(uint32(4)), event.Ptr(int64(0))
+			e.Mount = &event.Mount{MountOp: "move_mount", MountFD: event.Ptr(int32(3))}
+		}), "move_mount fd 3 -> /w/nt flags 0x4"},
+		{"open_tree", with(func(e *event.Event) {
+			e.Kind, e.Path, e.Flags, e.Result = event.KindMount, "/h/.aws", event.Ptr(uint32(1)), event.Ptr(int64(3))
+			e.Mount = &event.Mount{MountOp: "open_tree"}
+		}), "open_tree /h/.aws flags 0x1 fd 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

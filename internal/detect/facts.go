@@ -100,6 +100,11 @@ type facts struct {
 	// secrets are the credential files known by identity, each with the
 	// id of its name, for as long as it stood for it (secrets.go).
 	secrets map[fileID][]secretSpan
+	// mounts are the mounts that show other trees' files at their
+	// targets, mountReads the opens through them of a credential file's
+	// other name, by event index (mounts.go).
+	mounts     []mountAlias
+	mountReads map[int32]mountRead
 }
 
 // fact is what the rules ask of one event.
@@ -157,6 +162,7 @@ func newFacts(in Input) *facts {
 	s.learnHomes()
 	s.learnWorkspace()
 	s.learnSecrets()
+	s.learnMounts()
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}

@@ -13,8 +13,8 @@ func init() {
 	register(&Rule{
 		ID:       "sensitive-read",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindKey, event.KindRename, event.KindLink},
-		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, taken under another name or tried (a refused or masked attempt), a key of the kernel keyring the tree did not make was read (keyctl(2), request_key(2)), or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
+		Kinds:    []event.Kind{event.KindOpen, event.KindExec, event.KindKey, event.KindRename, event.KindLink, event.KindMount},
+		Summary:  "a credential file (cloud, SSH, registry tokens, .env, browser cookie and login stores) was read, taken under another name (a link, a rename, a mount) or tried (a refused or masked attempt), a key of the kernel keyring the tree did not make was read (keyctl(2), request_key(2)), or a secret store's command line asked to print a secret (the kernel keyring, the desktop keyring)",
 		Severity: SeverityHigh,
 		Frameworks: Frameworks{ATTACK: []string{"T1552.001"}, ATLAS: []string{"AML.T0055"},
 			OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
@@ -177,7 +177,7 @@ func sensitiveRead(s *run) []Finding {
 		f.Blocked = x.blocked || x.refused
 		out = append(out, f)
 	}
-	return out
+	return append(out, s.storeMounts()...) // mounts.go
 }
 
 // storePrint reports whether argv asks a secret store that keeps no file

@@ -107,21 +107,30 @@ func (s *facts) secretAt(k fileID, seq uint64) (int32, bool) {
 // secretMatch is matchOf for a list of credential files (setSensitive,
 // setAgentConfig): the entry the path of events[i] matches by name, or
 // else, for an open, the entry the name of the credential file it opened
-// by identity matches; alias is that name ("" for a match by name).
+// by identity matches, or the name it has under the source of a mount
+// the open went through (mountAliasOf); alias is that name ("" for a
+// match by name).
 func (s *facts) secretMatch(l *pathList, i int, id int32) (r policy.PathRule, alias string, ok bool) {
 	if r, ok := s.matchOf(l, i, id); ok {
 		return r, "", true
 	}
 	e := s.events[i]
-	if e.Object == nil {
-		return policy.PathRule{}, "", false
+	// A credential file is a regular file: a directory or a device with
+	// its (dev, ino) is the number given again after the file was
+	// removed outside the tree (another session's home emptied).
+	if e.Object != nil && (e.Object.FileType == "" || e.Object.FileType == "file") {
+		if canon, known := s.secretAt(fileID{e.Object.Dev, e.Object.Ino}, e.Seq); known && canon != id {
+			if r, ok := s.matchOf(l, i, canon); ok {
+				return r, s.paths.strs[canon], true
+			}
+		}
 	}
-	canon, known := s.secretAt(fileID{e.Object.Dev, e.Object.Ino}, e.Seq)
-	if !known || canon == id {
-		return policy.PathRule{}, "", false
-	}
-	if r, ok := s.matchOf(l, i, canon); ok {
-		return r, s.paths.strs[canon], true
+	// Through a mount of the store (mounts.go): an overlay gives the file
+	// an identity of its own.
+	if alias, ok := s.mountAliasOf(i); ok {
+		if r, ok := s.matchOf(l, i, alias); ok {
+			return r, s.paths.strs[alias], true
+		}
 	}
 	return policy.PathRule{}, "", false
 }

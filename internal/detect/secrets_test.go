@@ -44,6 +44,18 @@ func TestSecretsByIdentity(t *testing.T) {
 			want: []string{"high sensitive-read", "high sensitive-read"},
 		},
 		{
+			name: "a directory given a removed credential file's inode number is nothing",
+			build: func(b *builder) {
+				b.secrets = []manifest.Secret{{Path: "/home/other/.pypirc", Dev: 2049, Ino: 77}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "npm test")
+				npm := ag.spawn(200, "t1", "/usr/bin/npm", "npm", "test")
+				e := npm.openObj(home+"/.npm/_logs", "read", 2049, 77)
+				e.Object.FileType = "dir"
+			},
+			want: nil,
+		},
+		{
 			name: "an ordinary file with another identity is nothing",
 			build: func(b *builder) {
 				b.secrets = []manifest.Secret{{Path: home + "/.aws/credentials", Dev: 2049, Ino: 77}}

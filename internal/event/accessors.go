@@ -521,6 +521,51 @@ func (e *Event) XattrOp() string {
 	return e.Attr.XattrOp
 }
 
+// MountOp is Mount.MountOp, or its zero value when e has no Mount.
+func (e *Event) MountOp() string {
+	if e.Mount == nil {
+		var zero string
+		return zero
+	}
+	return e.Mount.MountOp
+}
+
+// FSType is Mount.FSType, or its zero value when e has no Mount.
+func (e *Event) FSType() string {
+	if e.Mount == nil {
+		var zero string
+		return zero
+	}
+	return e.Mount.FSType
+}
+
+// MountData is Mount.MountData, or its zero value when e has no Mount.
+func (e *Event) MountData() string {
+	if e.Mount == nil {
+		var zero string
+		return zero
+	}
+	return e.Mount.MountData
+}
+
+// MountLayers is Mount.MountLayers, or its zero value when e has no Mount.
+func (e *Event) MountLayers() []string {
+	if e.Mount == nil {
+		var zero []string
+		return zero
+	}
+	return e.Mount.MountLayers
+}
+
+// MountFD is Mount.MountFD, or its zero value when e has no Mount.
+func (e *Event) MountFD() *int32 {
+	if e.Mount == nil {
+		var zero *int32
+		return zero
+	}
+	return e.Mount.MountFD
+}
+
 // Env is Process.Env, or its zero value when e has no Process.
 func (e *Event) Env() []string {
 	if e.Process == nil {

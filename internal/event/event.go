@@ -75,6 +75,9 @@ type Event struct {
 
 	// key (nil for the other kinds)
 	*Key
+
+	// mount (nil for the other kinds)
+	*Mount
 }
 
 // ExecID formats the id of the image of pid that began at boot-clock ns.
@@ -323,6 +326,35 @@ type Key struct {
 	KeyBytes uint32 `json:"key_bytes,omitempty"`
 }
 
+// Mount holds the fields of mount events: a mount(2), umount2 or a call
+// of the new mount API (see Process). Path is what the call names in the
+// tree (a mount's target, open_tree's path), Path2 where a bind or a move
+// takes its files from; both resolved as every file event's paths are.
+type Mount struct {
+	// MountOp is the call: "mount", "umount", "open_tree", "move_mount",
+	// "fsopen", "fsconfig", "fsmount".
+	MountOp string `json:"mount_op"`
+	// FSType (mount, fsopen) is the filesystem type asked for ("overlay",
+	// "tmpfs"; empty for a bind, a move or a remount).
+	FSType string `json:"fs_type,omitempty"`
+	// MountData is, for a mount of a filesystem whose options name paths
+	// (overlay), its option string as passed, up to 256 bytes; for an
+	// fsconfig, the key and, where the key names a path (source,
+	// lowerdir, lowerdir+, upperdir, workdir, datadir+), "=value". Other
+	// options are not kept: they can carry passwords (cifs).
+	MountData string `json:"mount_data,omitempty"`
+	// MountLayers are the directories an overlay's options name (upperdir,
+	// each lowerdir, datadir), or the path an fsconfig's value names,
+	// resolved against the caller's working directory (or, for
+	// FSCONFIG_SET_PATH and SET_FD, the descriptor it names): the trees
+	// whose files the mount shows.
+	MountLayers []string `json:"mount_layers,omitempty"`
+	// MountFD is the descriptor the call worked on: fsconfig's and
+	// fsmount's filesystem context, move_mount's source when it is a
+	// detached tree (open_tree, fsmount) rather than a path.
+	MountFD *int32 `json:"mount_fd,omitempty"`
+}
+
 // ViaRing is the value of Ring.Via.
 const ViaRing = "io_uring"
 
@@ -355,6 +387,9 @@ func (e *Event) Complete() {
 	}
 	if g&GroupKey != 0 && e.Key == nil {
 		e.Key = &Key{}
+	}
+	if g&GroupMount != 0 && e.Mount == nil {
+		e.Mount = &Mount{}
 	}
 }
 

@@ -6,7 +6,7 @@ import "strings"
 type Group uint8
 
 // The field groups: GroupProcess, GroupNetwork, GroupCall, GroupRing,
-// GroupAttr and GroupKey are the Event's embedded structs of those names;
+// GroupAttr, GroupKey and GroupMount are the Event's embedded structs of those names;
 // GroupFile marks the file-system kinds, whose Path (and Path2 for rename
 // and link) the sensor resolved against the process's working directory
 // or a descriptor.
@@ -18,6 +18,7 @@ const (
 	GroupRing
 	GroupAttr
 	GroupKey
+	GroupMount
 )
 
 // Groups returns the field groups k carries.

@@ -54,10 +54,12 @@ const (
 	KindXattr Kind = "xattr"
 	// KindKey is a kernel keyring call (keyctl(2), add_key(2), request_key(2)): KeyOp what it did (read, describe, search, link, move, update, join_session_keyring, get_persistent, add, request), KeySerial the key, KeyRing the keyring, KeyType and KeyDesc the key's type and description where the call named them or the kernel told them; Result the call's (a read's payload length, a search's serial); the payload itself is never recorded.
 	KindKey Kind = "key"
+	// KindMount is a change of what the file tree shows, or a step toward one (MountOp): mount(2) (Path the target, Path2 a bind's or move's source, FSType, an overlay's MountData and MountLayers), umount2, and the new mount API's open_tree (Path the tree taken), move_mount (Path the target, Path2 the source or MountFD the detached tree), fsopen (FSType), fsconfig (MountData the key and, for a path-valued key, the value; MountLayers those paths) and fsmount.
+	KindMount Kind = "mount"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindKey}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindKey, KindMount}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -85,4 +87,5 @@ var groups = map[Kind]Group{
 	KindChown:   GroupFile | GroupAttr,
 	KindXattr:   GroupFile | GroupAttr,
 	KindKey:     GroupKey,
+	KindMount:   GroupFile | GroupMount,
 }

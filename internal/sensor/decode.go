@@ -235,6 +235,8 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeUring(b)
 	case evKey:
 		return d.decodeKey(b)
+	case evMount:
+		return d.decodeMount(b)
 	}
 	return nil, fmt.Errorf("%w %d", ErrUnknownKind, b[0])
 }

@@ -232,7 +232,7 @@ func TestLayoutMatchesObject(t *testing.T) {
 		"ev_fork": unsafe.Sizeof(polygraphEvFork{}), "ev_exit": unsafe.Sizeof(polygraphEvExit{}),
 		"ev_path": unsafe.Sizeof(polygraphEvPath{}), "ev_sock": unsafe.Sizeof(polygraphEvSock{}),
 		"ev_dns": unsafe.Sizeof(polygraphEvDns{}), "ev_call": unsafe.Sizeof(polygraphEvCall{}),
-		"ev_peer": unsafe.Sizeof(polygraphEvPeer{}), "ev_key": unsafe.Sizeof(polygraphEvKey{}),
+		"ev_peer": unsafe.Sizeof(polygraphEvPeer{}), "ev_key": unsafe.Sizeof(polygraphEvKey{}), "ev_mount": unsafe.Sizeof(polygraphEvMount{}),
 	}
 	for name, size := range sizes {
 		var st *btf.Struct

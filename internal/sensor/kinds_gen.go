@@ -30,6 +30,7 @@ const (
 	evChown   = 21
 	evXattr   = 22
 	evKey     = 23
+	evMount   = 26
 )
 
 // recordKinds is the event kind of each record kind.
@@ -58,4 +59,5 @@ var recordKinds = map[uint8]event.Kind{
 	evChown:   event.KindChown,
 	evXattr:   event.KindXattr,
 	evKey:     event.KindKey,
+	evMount:   event.KindMount,
 }

@@ -105,6 +105,24 @@ type polygraphEvKey struct {
 	Pad0    uint32
 }
 
+type polygraphEvMount struct {
+	_        structs.HostLayout
+	H        polygraphEvHeader
+	Result   int64
+	Flags    uint64
+	Fd       int32
+	Op       uint8
+	Pad0     uint8
+	PathLen  uint16
+	BaseLen  uint16
+	Path2Len uint16
+	Base2Len uint16
+	TypeLen  uint16
+	DataLen  uint16
+	Pad1     uint16
+	_        [4]byte
+}
+
 type polygraphEvPath struct {
 	_        structs.HostLayout
 	H        polygraphEvHeader
@@ -392,6 +410,7 @@ const (
 	polygraphVarUnusedFork        = "_unused_fork"
 	polygraphVarUnusedIdent       = "_unused_ident"
 	polygraphVarUnusedKey         = "_unused_key"
+	polygraphVarUnusedMount       = "_unused_mount"
 	polygraphVarUnusedPath        = "_unused_path"
 	polygraphVarUnusedPeer        = "_unused_peer"
 	polygraphVarUnusedSecOpenKey  = "_unused_sec_open_key"
@@ -495,6 +514,7 @@ type polygraphVariableSpecs struct {
 	UnusedFork       *ebpf.VariableSpec `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.VariableSpec `ebpf:"_unused_ident"`
 	UnusedKey        *ebpf.VariableSpec `ebpf:"_unused_key"`
+	UnusedMount      *ebpf.VariableSpec `ebpf:"_unused_mount"`
 	UnusedPath       *ebpf.VariableSpec `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.VariableSpec `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.VariableSpec `ebpf:"_unused_sec_open_key"`
@@ -586,6 +606,7 @@ type polygraphVariables struct {
 	UnusedFork       *ebpf.Variable `ebpf:"_unused_fork"`
 	UnusedIdent      *ebpf.Variable `ebpf:"_unused_ident"`
 	UnusedKey        *ebpf.Variable `ebpf:"_unused_key"`
+	UnusedMount      *ebpf.Variable `ebpf:"_unused_mount"`
 	UnusedPath       *ebpf.Variable `ebpf:"_unused_path"`
 	UnusedPeer       *ebpf.Variable `ebpf:"_unused_peer"`
 	UnusedSecOpenKey *ebpf.Variable `ebpf:"_unused_sec_open_key"`

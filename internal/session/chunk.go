@@ -127,10 +127,17 @@ const (
 	fKeyType   protowire.Number = 80
 	fKeyDesc   protowire.Number = 81
 	fKeyBytes  protowire.Number = 82
+	// event.Mount; fMountOp is written whenever the event has one, so its
+	// presence marks the group
+	fMountOp     protowire.Number = 83
+	fFSType      protowire.Number = 84
+	fMountData   protowire.Number = 85
+	fMountLayers protowire.Number = 86 // repeated string
+	fMountFD     protowire.Number = 87 // zigzag varint, written whenever MountFD is set
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fKeyBytes
+const lastField = fMountFD
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -324,6 +331,17 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		str(fKeyDesc, k.KeyDesc)
 		uint(fKeyBytes, uint64(k.KeyBytes))
 	}
+	if m := ev.Mount; m != nil {
+		str1(fMountOp, m.MountOp)
+		str(fFSType, m.FSType)
+		str(fMountData, m.MountData)
+		for _, l := range m.MountLayers {
+			str1(fMountLayers, l)
+		}
+		if m.MountFD != nil {
+			sint(fMountFD, int64(*m.MountFD))
+		}
+	}
 	if r := ev.Ring; r != nil {
 		str1(fVia, r.Via)
 		str(fRingOp, r.RingOp)
@@ -441,6 +459,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Attr = &event.Attr{}
 		} else if fKey <= num && num <= fKeyBytes && ev.Key == nil {
 			ev.Key = &event.Key{}
+		} else if fMountOp <= num && num <= fMountFD && ev.Mount == nil {
+			ev.Mount = &event.Mount{}
 		}
 		if stringFields[num] {
 			s, err := d.string(typ, v, raw)
@@ -546,6 +566,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Key.KeyRing = int32(protowire.DecodeZigZag(v))
 		case fKeyBytes:
 			ev.Key.KeyBytes = uint32(v)
+		case fMountFD:
+			ev.Mount.MountFD = event.Ptr(int32(protowire.DecodeZigZag(v)))
 		}
 	}
 	ev.TS = timeOf(ts)
@@ -642,6 +664,14 @@ func (d *chunkDecoder) setString(ev *event.Event, num protowire.Number, s string
 		ev.Key.KeyType = s
 	case fKeyDesc:
 		ev.Key.KeyDesc = s
+	case fMountOp:
+		ev.Mount.MountOp = s
+	case fFSType:
+		ev.Mount.FSType = s
+	case fMountData:
+		ev.Mount.MountData = s
+	case fMountLayers:
+		ev.Mount.MountLayers = append(ev.Mount.MountLayers, s)
 	case fVia:
 		ev.Ring.Via = s
 	case fRingOp:
@@ -655,6 +685,7 @@ var stringFields = func() [lastField + 1]bool {
 	for _, f := range []protowire.Number{fKindName, fComm, fExecID, fParentExecID, fPath, fPath2, fArgv, fCwd, fScript, fHome,
 		fSHA256, fScriptSHA256, fChildExecID, fAccess, fFamily, fProto, fAddr, fHost, fQName, fQType, fAnswers,
 		fFileType, fPathRequested, fPathDiffers, fPeerExe, fTargetExecID, fMethod, fBPFCmd, fVia, fRingOp, fXattrName, fXattrOp, fKeyOp, fKeyType, fKeyDesc,
+		fMountOp, fFSType, fMountData, fMountLayers,
 		fTargetExe, fEnv} {
 		m[f] = true
 	}

@@ -32,4 +32,5 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindChown:   23,
 	event.KindXattr:   24,
 	event.KindKey:     25,
+	event.KindMount:   28,
 }

@@ -147,6 +147,16 @@ func kernelTruthSamples() []*event.Event {
 			e.Result = event.Ptr(int64(40))
 			*e.Key = event.Key{KeyOp: "read", KeySerial: 912345678, KeyBytes: 40}
 		}),
+		with(common(28, event.KindMount, 103, "mount"), func(e *event.Event) {
+			e.Path, e.Result, e.Flags = "/w/ov/merged", event.Ptr(int64(0)), event.Ptr(uint32(0))
+			e.Mount.MountOp, e.Mount.FSType = "mount", "overlay"
+			e.Mount.MountData = "lowerdir=/h/.aws,upperdir=/w/ov/upper,workdir=/w/ov/work"
+			e.Mount.MountLayers = []string{"/w/ov/upper", "/h/.aws"}
+		}),
+		with(common(29, event.KindMount, 103, "python3"), func(e *event.Event) {
+			e.Path, e.Result = "/w/mnt", event.Ptr(int64(0))
+			e.Mount.MountOp, e.Mount.MountFD = "move_mount", event.Ptr(int32(0))
+		}),
 	}
 }
 

@@ -25,7 +25,7 @@ type kind struct {
 	doc    string
 }
 
-var knownGroups = []string{"process", "file", "network", "call", "ring", "attr", "key"}
+var knownGroups = []string{"process", "file", "network", "call", "ring", "attr", "key", "mount"}
 
 func main() {
 	log.SetFlags(0)
