@@ -42,7 +42,7 @@ func privilegeEscalation(s *run) []Finding {
 			sev = severity(r.Severity, sev)
 		}
 		return sev, joinNote("ATT&CK "+privilegeTechnique(p), note)
-	})
+	}, nil)
 	out := s.footholdFindings(g, "Privileges changed: ", "was changed")
 	out = append(out, setidBits(s, byInstall)...)
 	out = append(out, attrChanges(s, byInstall)...)

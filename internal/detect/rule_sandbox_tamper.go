@@ -53,8 +53,13 @@ func sandboxTamper(s *run) []Finding {
 		for _, id := range paths[:n] {
 			p := s.paths.strs[id]
 			r, ok := s.matchOf(setTamper, i, id)
+			if !ok && refused {
+				// A directory the tree tried to make, refused, was to hold
+				// what the list covers.
+				r, ok = s.replacedDir(setTamper, i, id, true)
+			}
 			own := ok && polygraphStore(r)
-			if !ok && slices.Contains(s.in.Meta.TrustFiles, p) {
+			if !ok && (slices.Contains(s.in.Meta.TrustFiles, p) || refused && e.Kind == event.KindMkdir && holdsTrustFile(s.in.Meta.TrustFiles, p)) {
 				r, ok, own = policy.PathRule{Path: p, Severity: string(SeverityHigh)}, true, true
 			}
 			if !ok {
@@ -68,7 +73,7 @@ func sandboxTamper(s *run) []Finding {
 			case removed(e) == p:
 				verb = "removed or moved away"
 			case refused:
-				verb = fmt.Sprintf("to be written (the kernel refused it, %d)", *e.Result)
+				verb = "to be written (" + s.refusal(i) + ")"
 			}
 			call, who := s.actor(e)
 			sev := severity(r.Severity, s.rule.Severity)
@@ -104,6 +109,11 @@ func sandboxTamper(s *run) []Finding {
 			detail, x.call, capped(x.seqs, 20), false))
 	}
 	return out
+}
+
+// holdsTrustFile reports whether directory dir holds one of files.
+func holdsTrustFile(files []string, dir string) bool {
+	return slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, dir+"/") })
 }
 
 // polygraphStore reports whether r is one of polygraph's own stores.
