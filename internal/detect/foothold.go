@@ -10,6 +10,7 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // persistence and privilege-escalation report the same shape of thing:
@@ -113,6 +114,62 @@ func (s *facts) stoppedWalks() {
 			break
 		}
 	}
+}
+
+// callAttempt is a write or edit tool call the agent's transcript says
+// the kernel refused (EACCES, EPERM) on a path no recorded event changed
+// or tried to: a write tool that looks at the file first (Claude Code's
+// Write stats it) stops at a refusal no call the sensor records carries.
+// The agent's own account of the attempt is all there is of it.
+type callAttempt struct {
+	call *transcript.ToolCall
+	path int32
+}
+
+// reDenied is how a refused write tool call's result reads.
+var reDenied = regexp.MustCompile(`(?i)permission denied|\beacces\b|operation not permitted|\beperm\b`)
+
+// callAttempts are the session's callAttempts, in transcript order.
+func (s *facts) callAttempts() []callAttempt {
+	if s.in.Transcript == nil {
+		return nil
+	}
+	var seen map[int32]bool // the paths a recorded event changed or tried to
+	var out []callAttempt
+	for _, c := range s.in.Transcript.ToolCalls {
+		if c.Kind != transcript.KindWrite && c.Kind != transcript.KindEdit || !c.IsError || !reDenied.MatchString(c.Result) {
+			continue
+		}
+		if seen == nil {
+			seen = map[int32]bool{}
+			for i := range s.byEvent {
+				seen[s.footholdChange(i)], seen[s.refusedChange(i)] = true, true
+			}
+		}
+		for _, p := range c.Paths {
+			if !path.IsAbs(p) {
+				continue
+			}
+			if id := s.addPath(path.Clean(p)); !seen[id] {
+				out = append(out, callAttempt{call: c, path: id})
+			}
+		}
+	}
+	return out
+}
+
+// matchAt is matchOf for events[i], or, for i < 0 (no event: a
+// callAttempt), match against the session's home.
+func (s *facts) matchAt(l *pathList, i int, id int32) (policy.PathRule, bool) {
+	if i < 0 {
+		return s.match(l, id)
+	}
+	return s.matchOf(l, i, id)
+}
+
+// attemptNote is the note of a callAttempt: what the transcript says.
+func attemptNote(c *transcript.ToolCall) string {
+	return fmt.Sprintf("the agent's transcript says the kernel refused it (%s) before any call the sensor records, nothing was written", excerpt(c.Result, 100))
 }
 
 // reAtomicTemp is an atomic write's temporary sibling of a file: what
@@ -225,7 +282,8 @@ func (s *facts) installedBy(id string, names []string) string {
 }
 
 // footholdGroups collects, by path and actor, the changes to the paths of
-// list l, with the severity sev gives each (from its entry and event).
+// list l, with the severity sev gives each (from its entry and event; a
+// nil event for a callAttempt, which no event stands for).
 // refusedElse, when not nil, is asked of a refused attempt no entry of l
 // covers: whether it counts all the same (an entry standing for it).
 func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.Event, path string) (Severity, string),
@@ -283,6 +341,23 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 		g.add(key, func() *accessGroup {
 			return &accessGroup{path: p, who: who, call: call, sev: level, note: note, refused: refused}
 		}, e.Seq)
+	}
+	for _, a := range s.callAttempts() {
+		r, ok := s.match(l, a.path)
+		if !ok && refusedElse != nil {
+			r, ok = refusedElse(-1, a.path)
+		}
+		if !ok {
+			continue
+		}
+		p := s.paths.strs[a.path]
+		level, note := sev(r, nil, p)
+		if level.Rank() > SeverityMedium.Rank() {
+			level = SeverityMedium
+		}
+		x := &accessGroup{path: p, who: "tool call " + s.describeCall(a.call.ID), call: a.call.ID, sev: level,
+			note: joinNote(attemptNote(a.call), note), refused: true}
+		g.put(p+"\x00call "+a.call.ID+"\x00refused", x)
 	}
 	return &g
 }

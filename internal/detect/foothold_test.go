@@ -352,6 +352,39 @@ func TestRefusedFootholds(t *testing.T) {
 				}
 			},
 		},
+		{
+			// Claude Code's Write stats the file first: refused there, it
+			// makes no call the sensor records. Its transcript says so.
+			name: "write tool calls refused before any recorded call",
+			build: func(b *builder) {
+				b.trust = []string{"/tmp/pgstore/integrity/pins.json"}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				denied := func(id, p, how string) {
+					c := b.tool(id, transcript.KindWrite, p)
+					c.IsError, c.Result = true, how+", stat '"+p+"'"
+				}
+				denied("t1", "/tmp/pgstore/integrity/pins.json", "EACCES: permission denied")
+				denied("t2", home+"/.bashrc", "EACCES: permission denied")
+				denied("t3", "/usr/lib/pkg/tool", "EPERM: operation not permitted")
+				denied("t4", "/etc/sudoers.d/x", "EACCES: permission denied")
+				ag.inCall("t4").openFail("/etc/sudoers.d/x", "write,create", 13) // recorded: one finding, on the event
+				denied("t5", home+"/.profile", "File has not been read yet")     // not a refusal
+			},
+			want: []string{"medium sandbox-tamper", "medium persistence", "medium persistence", "medium privilege-escalation"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.ToolCallID == "t4" {
+						if len(f.Evidence) != 1 {
+							t.Errorf("finding %+v, want it on the refused open", f)
+						}
+						continue
+					}
+					if !strings.Contains(f.Detail, "transcript says the kernel refused it") || len(f.Evidence) != 0 {
+						t.Errorf("finding %+v, want the transcript's refusal said", f)
+					}
+				}
+			},
+		},
 	})
 }
 

@@ -34,6 +34,9 @@ func persistence(s *run) []Finding {
 		if r.Path == systemLocationEntry {
 			note = "ATT&CK T1554 (Compromise Host Software Binary): the system's programs, libraries and configuration, which only root changes"
 		}
+		if e == nil {
+			return sev, note // an attempt only the transcript tells (callAttempt)
+		}
 		if strings.Contains(p, "/.git/hooks/") {
 			if by := s.projectHook(e.ExecID); by != "" {
 				return SeverityLow, note + "; installed by " + by + ", as hook managers do"
@@ -94,10 +97,10 @@ func (s *run) refusedSystemChange(i int, id int32) (policy.PathRule, bool) {
 	if dir, name := path.Split(p); s.earlyProgramDir(strings.TrimSuffix(dir, "/")) && systemProgramNamed(name) != "" {
 		return policy.PathRule{}, false // a program shadowed on PATH (shadowingPrograms)
 	}
-	if _, ok := s.matchOf(setPrivilege, i, id); ok {
+	if _, ok := s.matchAt(setPrivilege, i, id); ok {
 		return policy.PathRule{}, false
 	}
-	if _, ok := s.matchOf(setTamper, i, id); ok {
+	if _, ok := s.matchAt(setTamper, i, id); ok {
 		return policy.PathRule{}, false
 	}
 	return policy.PathRule{Path: systemLocationEntry, Severity: string(SeverityMedium)}, true

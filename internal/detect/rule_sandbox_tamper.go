@@ -89,6 +89,27 @@ func sandboxTamper(s *run) []Finding {
 			}, e.Seq)
 		}
 	}
+	for _, a := range s.callAttempts() {
+		p := s.paths.strs[a.path]
+		r, ok := s.match(setTamper, a.path)
+		own := ok && polygraphStore(r)
+		if !ok && slices.Contains(s.in.Meta.TrustFiles, p) {
+			r, ok, own = policy.PathRule{Path: p}, true, true
+		}
+		if !ok {
+			continue
+		}
+		sev := severity(r.Severity, s.rule.Severity)
+		if sev.Rank() > SeverityMedium.Rank() {
+			sev = SeverityMedium
+		}
+		x := &accessGroup{path: p, who: "tool call " + s.describeCall(a.call.ID), call: a.call.ID, sev: sev,
+			note: "to be written (" + attemptNote(a.call) + ")"}
+		if own {
+			x.note += "\x00own"
+		}
+		g.put(p+"\x00call "+a.call.ID, x)
+	}
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
