@@ -85,7 +85,10 @@ func (a *attributor) behaviourProgram() string {
 	return strings.Join(append([]string{prog(first)}, first.Argv()[min(1, len(first.Argv())):]...), "\x00")
 }
 
-// runtimes are programs that run an agent's code rather than being it.
+// runtimes are programs that run an agent's code rather than being it:
+// naming an agent no profile knows, the script one of them runs is its
+// name. Which process is the agent needs no such list (behaviour.go);
+// this one only names it.
 var runtimes = []string{"node", "nodejs", "bun", "deno", "python", "python3", "ruby", "perl", "java", "sh", "bash", "dash", "zsh", "env", "sudo"}
 
 // ownAgent is the session's agent: the profile its transcript names, or
