@@ -95,12 +95,20 @@ func (a *attributor) inferAgent(firstCall time.Time) behaviour {
 	// known model API, when nothing outside its own line ran a program
 	// after it (no tool ran). A first connection that started nothing
 	// (npm reaching its registry) says nothing of a model.
+	// With a transcript whose shell calls' processes are known by their
+	// command lines, the agent is one of their ancestors.
+	tools := a.toolAncestors()
+	candidate := func(p *lineage.Process) bool {
+		t := seen[p.Index]
+		return t != nil && (!anyKnown || t.known) && (firstCall.IsZero() || t.first.Before(firstCall)) &&
+			(tools == nil || tools[p.Index])
+	}
 	var best, quiet *lineage.Process
 	for _, p := range procs {
-		t := seen[p.Index]
-		if t == nil || anyKnown && !t.known || !firstCall.IsZero() && !t.first.Before(firstCall) {
+		if !candidate(p) {
 			continue
 		}
+		t := seen[p.Index]
 		if startsAfter(p, t.first) {
 			if best == nil || t.first.Before(seen[best.Index].first) {
 				best = p
@@ -111,6 +119,16 @@ func (a *attributor) inferAgent(firstCall time.Time) behaviour {
 	}
 	if best == nil && quiet != nil && anyKnown && !a.ranOutside(quiet, seen[quiet.Index].first) {
 		best = quiet
+	}
+	// The agent starts everything else in the tree: of two candidates
+	// one of which started the other (an MCP server the agent launched,
+	// reaching its own service before the agent's first model request),
+	// the one above is the agent.
+	for p := best; p != nil && p.Parent != nil; {
+		p = p.Parent.Process
+		if candidate(p) && startsAfter(p, seen[p.Index].first) {
+			best = p
+		}
 	}
 	if best == nil {
 		return behaviour{}
@@ -136,6 +154,29 @@ func (a *attributor) inferAgent(firstCall time.Time) behaviour {
 		}
 	}
 	return b
+}
+
+// toolAncestors marks, by lineage.Process.Index, the processes above
+// (and including) those that carry a shell call's command (matchShell):
+// nil when no process does (no transcript, no shell call, none found).
+func (a *attributor) toolAncestors() []bool {
+	var out []bool
+	for _, p := range a.tree.Processes() {
+		if a.matchShell(p) == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]bool, len(a.tree.Processes()))
+		}
+		for q := p; q != nil && !out[q.Index]; {
+			out[q.Index] = true
+			if q.Parent == nil {
+				break
+			}
+			q = q.Parent.Process
+		}
+	}
+	return out
 }
 
 // modelCandidate returns the peer (host:port) of a connect or net event

@@ -82,6 +82,35 @@ func TestAgentByBehaviour(t *testing.T) {
 		}
 	})
 
+	t.Run("a server the agent started, reaching out first, is not the agent", func(t *testing.T) {
+		s := newSim()
+		root := s.root(0, 100, "/usr/local/bin/claude", "-p", "fix it")
+		mcp := s.spawn(1, root, 101, "npx", "some-mcp-server")
+		early := s.connect(3, mcp, "198.51.100.9", 443)
+		s.spawn(4, mcp, 102, "node", "server.js")
+		api := s.connect(10, root, "127.0.0.1", 9999)
+		s.net(11, root, "127.0.0.1", 9999, 500, 5000)
+		mk := s.spawn(120, root, 103, "bash", "-c", "make test")
+		calls := []*transcript.ToolCall{shellCall("c1", "make test", 100, 200)}
+
+		res := Attribute(s.evs, tr(home+"/.claude/projects/p/s.jsonl", calls...), meta(), Options{})
+		want(t, res, api, ReasonAgentAPI, "")
+		if at := res.Of(early.Seq); at == nil || at.Reason == ReasonAgentAPI {
+			t.Errorf("the server's own connection: %+v", at)
+		}
+		if slices.Contains(res.AgentExecIDs, mcp) || slices.Contains(res.AgentExecIDs, mk) {
+			t.Errorf("agent images %v hold the server's or the tool's", res.AgentExecIDs)
+		}
+		if res.AgentBy != AgentByBoth || !strings.Contains(res.AgentNote, "127.0.0.1:9999") {
+			t.Errorf("agent by %q: %q", res.AgentBy, res.AgentNote)
+		}
+		// Without a transcript: the agent started the server.
+		res = Attribute(s.evs, nil, meta(), Options{})
+		if at := res.Of(early.Seq); at == nil || at.Reason == ReasonAgentAPI || slices.Contains(res.AgentExecIDs, mcp) {
+			t.Errorf("without a transcript, the server's connection %+v, agent images %v", at, res.AgentExecIDs)
+		}
+	})
+
 	t.Run("a connection after the first tool call is a tool's", func(t *testing.T) {
 		// The agent reaches its model through a Unix socket: no
 		// connection to go by. The only one is the tool's, after the
