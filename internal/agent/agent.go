@@ -280,7 +280,12 @@ func Executable(path string, argv []string) (*Profile, bool) {
 
 // launchers are the programs that start another with an adjusted
 // environment or priority and then become it (or wait for it): what a
-// session's command names before the agent itself.
+// session's command names before the agent itself. Correlation finds the
+// agent's processes by behaviour (the process talking to the model and
+// starting the tools, and what started it) and names it from the program
+// that process runs; this list is the fallback, for a session whose tree
+// made no model connection, and for naming an agent from its command line
+// alone (watch, sessions, the report's note).
 var launchers = []string{"env", "sudo", "doas", "nice", "ionice", "nohup", "setsid", "stdbuf", "timeout", "chrt", "taskset", "runuser", "unbuffer"}
 
 // Launched returns the part of a command line from the program the

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"net"
 	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -75,9 +76,16 @@ func Attribute(events []*event.Event, tr *transcript.Transcript, meta manifest.M
 	a.scan(evs)
 	calls := prepareCalls(tr, meta, a.res)
 	a.calls = newCallIndex(calls, opts.slack())
+	a.api = newAPISet(opts.APIEndpoints)
+	a.behaviour = a.inferAgent(firstCallStart(calls))
 	a.decideAll()
 	a.env = a.buildEnv(tr)
-	a.api = newAPISet(opts.APIEndpoints)
+	if b := a.behaviour; b.peer != "" {
+		a.api.hostPort[b.peer] = true // the agent's own model traffic, found by behaviour
+		if h, _, err := net.SplitHostPort(b.peer); err == nil {
+			a.api.learned = append(a.api.learned, h)
+		}
+	}
 	core := a.coreEvents(a.peers) // all learnDNS and learnDominant look at
 	a.api.learnDNS(core)
 	a.api.learnDominant(core, firstCallStart(calls))
@@ -109,6 +117,9 @@ type attributor struct {
 	api      *apiSet
 	rootArgv []string
 	res      *Result
+	// behaviour is which processes the tree's activity says are the
+	// agent (behaviour.go); decideAll takes them for it.
+	behaviour behaviour
 
 	// runs are the events' images; forks are the indexes of the fork
 	// events, ascending; peers are the connect, net and dns events, in

@@ -7,6 +7,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/agent"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -29,11 +30,65 @@ func (a *attributor) buildEnv(tr *transcript.Transcript) *env {
 		}
 	}
 	v.install = installDirs(execs)
-	v.own, v.names = ownAgent(tr, a.meta.Command, execs)
+	v.own, v.names = ownAgent(tr, a.meta.Command, execs, a.behaviourProgram())
 	return v
 }
 
-// runtimes are programs that run an agent's code rather than being it.
+// behaviourProgram is the program of the agent found by behaviour, as
+// it was started: the image holding the model connection followed back
+// along the processes that started it to the first image that ran the
+// same program (the same bytes by the exec-time hash, else the same
+// file): kestrel's engine, a copy of itself in a temporary directory
+// run as /proc/self/exe, was started as /opt/…/kestrel, and env or sudo
+// before it ran other programs. Its #! script for a script. "" when
+// behaviour gave no answer.
+func (a *attributor) behaviourProgram() string {
+	b := a.behaviour
+	if b.image == nil {
+		return ""
+	}
+	var line []*lineage.Image // b.image and the images before it, back to the top
+	for im := b.image; im != nil; im = im.Parent {
+		line = append(line, im)
+	}
+	prog := func(e *event.Event) string {
+		if e.Script() != "" {
+			return e.Script()
+		}
+		return e.Path
+	}
+	same := func(e, x *event.Event) bool {
+		switch {
+		case e.Script() != "" || x.Script() != "":
+			return e.ScriptSHA256() != "" && e.ScriptSHA256() == x.ScriptSHA256() || prog(e) == prog(x)
+		case e.SHA256() != "" && x.SHA256() != "":
+			return e.SHA256() == x.SHA256()
+		}
+		return prog(e) == prog(x)
+	}
+	var held, first *event.Event // the exec of the image holding the connection; the earliest running the same
+	for _, im := range line {
+		if e := im.Exec; e != nil && prog(e) != "" {
+			if held == nil {
+				held = e
+			}
+			if same(e, held) {
+				first = e
+			}
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	// The earliest image running it, with its own arguments (a runtime's
+	// script, the fallback's business).
+	return strings.Join(append([]string{prog(first)}, first.Argv()[min(1, len(first.Argv())):]...), "\x00")
+}
+
+// runtimes are programs that run an agent's code rather than being it:
+// naming an agent no profile knows, the script one of them runs is its
+// name. Which process is the agent needs no such list (behaviour.go);
+// this one only names it.
 var runtimes = []string{"node", "nodejs", "bun", "deno", "python", "python3", "ruby", "perl", "java", "sh", "bash", "dash", "zsh", "env", "sudo"}
 
 // ownAgent is the session's agent: the profile its transcript names, or
@@ -43,7 +98,13 @@ var runtimes = []string{"node", "nodejs", "bun", "deno", "python", "python3", "r
 // program instead, or of the script a runtime runs for it (names: lower
 // case, four letters or more, so that ~/.kestrel or
 // ~/.local/state/kestrel are its own).
-func ownAgent(tr *transcript.Transcript, command []string, execs []*event.Event) (*agent.Profile, []string) {
+//
+// prog, when not "", is the agent's program found by behaviour
+// (behaviourProgram: the file, then its arguments, NUL-separated): it
+// names an agent no profile knows, before the session's command line
+// past its launchers does (the lists of launchers and runtimes being the
+// fallback when the tree made no model connection).
+func ownAgent(tr *transcript.Transcript, command []string, execs []*event.Event, prog string) (*agent.Profile, []string) {
 	var own *agent.Profile
 	if tr != nil {
 		if p, ok := agent.ByName(tr.Agent); ok {
@@ -66,6 +127,9 @@ func ownAgent(tr *transcript.Transcript, command []string, execs []*event.Event)
 		if p, ok := agent.Executable(a[0], a); ok {
 			own = p
 		}
+	}
+	if prog != "" {
+		argvs = append([][]string{strings.Split(prog, "\x00")}, argvs...)
 	}
 	if own != nil && !own.Generic || len(argvs) == 0 {
 		return own, nil

@@ -85,6 +85,7 @@ func (a *attributor) decideAll() {
 			a.rootArgv = ex[0].Argv()
 		}
 	}
+	a.res.AgentBy, a.res.AgentNote = a.agentNote(root)
 	procs := a.tree.Processes()
 	a.owners = make([]owner, len(procs))
 	state := make([]int8, len(procs)) // 0 undecided, 1 deciding, 2 decided
@@ -96,7 +97,10 @@ func (a *attributor) decideAll() {
 		state[p.Index] = 1
 		o := &a.owners[p.Index]
 		switch {
-		case p == root:
+		case p == root, a.behaviour.chain != nil && a.behaviour.chain[p.Index]:
+			// The session's root, and the processes that hold the model
+			// connection and start the tools, and those that started
+			// them (behaviour.go), whatever their command lines.
 			*o = owner{kind: ownCore, detail: "agent"}
 		case p.Parent == nil && a.meta.Outsiders:
 			*o = owner{kind: ownNone}

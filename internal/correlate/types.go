@@ -82,6 +82,13 @@ type CallActivity struct {
 type Result struct {
 	// AgentExecIDs are the images polygraph took for the agent itself.
 	AgentExecIDs []string `json:"agent_exec_ids"`
+	// AgentBy says how they were found (AgentByBoth, AgentByBehaviour,
+	// AgentByProfile; "" for a session with no agent process), and
+	// AgentNote what it rests on: the process holding the model
+	// connection and starting the tools, and where the command line
+	// disagreed.
+	AgentBy   string `json:"agent_by,omitempty"`
+	AgentNote string `json:"agent_note,omitempty"`
 	// Calls in transcript order; ByCall indexes them by tool-call id.
 	Calls  []*CallActivity          `json:"calls"`
 	ByCall map[string]*CallActivity `json:"-"`

@@ -35,6 +35,18 @@ func (g *groups) add(key string, mk func() *accessGroup, seq uint64) {
 	x.seqs = append(x.seqs, seq)
 }
 
+// put adds group x under key when there is none yet: a group no event
+// stands for (a callAttempt).
+func (g *groups) put(key string, x *accessGroup) {
+	if g.m == nil {
+		g.m = map[string]*accessGroup{}
+	}
+	if g.m[key] == nil {
+		g.m[key] = x
+		g.order = append(g.order, key)
+	}
+}
+
 // actorKey groups events by the tool call that caused them, or by the
 // process for unattributed ones.
 func (s *facts) actorKey(e *event.Event) string {

@@ -94,7 +94,10 @@ type facts struct {
 	// kernel refused for want of permission to the path id it tried to
 	// change: an atomic write's temporary sibling ("f.tmp.123") is read
 	// as its target (refusedChange).
-	refused   map[int32]int32
+	refused map[int32]int32
+	// stopped marks the refused entries that are a `mkdir -p` stopped on
+	// its way (stoppedWalks), not a call the kernel refused.
+	stopped   map[int32]bool
 	workspace []string
 	progNames [][]string
 	// secrets are the credential files known by identity, each with the
@@ -163,6 +166,7 @@ func newFacts(in Input) *facts {
 	s.learnWorkspace()
 	s.learnSecrets()
 	s.learnMounts()
+	s.stoppedWalks() // programNames: after the workspace is known
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}
@@ -259,7 +263,7 @@ func (s *facts) walk() {
 	s.execs, s.execAt, s.execCall, s.execNums, s.changes = nil, nil, nil, nil, nil
 	s.paths = newPathIndex()
 	s.writtenAt = map[int32]uint64{}
-	s.refused = map[int32]int32{}
+	s.refused, s.stopped = map[int32]int32{}, map[int32]bool{}
 	s.commands = make([][]int8, numCommandSets)
 	s.dnsByPID, s.answers, s.binds, s.acceptsLo = map[uint32][]*event.Event{}, map[netip.Addr]*event.Event{}, map[uint16]bool{}, nil
 	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}

@@ -10,6 +10,7 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/policy"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // persistence and privilege-escalation report the same shape of thing:
@@ -34,18 +35,141 @@ func (s *facts) footholdChange(i int) int32 {
 }
 
 // refusedChange returns the id of the path events[i] tried to change in a
-// way footholdChange counts, when the kernel refused it for want of
-// permission (EACCES, EPERM): an unprivileged tree reaching for a system
-// file shows its intent even though nothing landed. -1 for none.
+// way footholdChange counts, or tried to create (a directory, a link),
+// when the kernel refused it for want of permission (EACCES, EPERM): an
+// unprivileged tree reaching for a system file shows its intent even
+// though nothing landed, whatever call carried it. A `mkdir -p` the
+// kernel stopped on its way (stoppedWalks) stands at its last step for
+// the directory it was making. -1 for none.
 func (s *facts) refusedChange(i int) int32 {
 	if id, ok := s.refused[int32(i)]; ok {
-		return id // an open for writing or a rename
+		return id // an open for writing, a rename, a stopped mkdir -p
 	}
 	e := s.events[i]
-	if (e.Kind == event.KindLink || e.Kind == event.KindChmod) && e.Failed() && (*e.Result == -13 || *e.Result == -1) {
-		return s.byEvent[i].path
+	switch e.Kind {
+	case event.KindLink, event.KindChmod, event.KindMkdir:
+		if e.Failed() && (*e.Result == -13 || *e.Result == -1) {
+			return s.byEvent[i].path
+		}
 	}
 	return -1
+}
+
+// refusal says, for a finding's note, how the kernel refused the change
+// events[i] tried (refusedChange).
+func (s *facts) refusal(i int) string {
+	e := s.events[i]
+	if s.stopped[int32(i)] {
+		return fmt.Sprintf("the command stopped at %s, which it could not enter, and failed: nothing was made", e.Path)
+	}
+	return fmt.Sprintf("the kernel refused it (%d), nothing was written", *e.Result)
+}
+
+// stoppedWalks finds the `mkdir -p` runs the kernel stopped before the
+// directory they were asked to make: coreutils walks the path with mkdir
+// and chdir, and a chdir refused (a directory of root's, mode 0700) is no
+// call the sensor records, so the walk's last recorded step (a mkdir that
+// found its directory there) is all that shows the attempt. The program
+// is known by the file the kernel ran; an operand no mkdir of that image
+// reached, below the last directory it did, was stopped there: that
+// event stands for the operand in refused (refusedChange).
+func (s *facts) stoppedWalks() {
+	for _, n := range s.execs {
+		x := s.events[n]
+		if !slices.Contains(s.programNames(x.ExecID), "mkdir") {
+			continue
+		}
+		im := s.tree.Image(x.ExecID)
+		if im == nil {
+			continue
+		}
+		if ex := im.Process.ExitEvent(); ex == nil || ex.ExitCode() == nil || *ex.ExitCode() == 0 {
+			continue // running still, or it made what it was asked to
+		}
+		last := int32(-1)
+		reached := map[string]bool{}
+		for _, j := range im.Events {
+			if e := s.events[j]; e.Kind == event.KindMkdir {
+				reached[e.Path] = true
+				last = j
+			}
+		}
+		if last < 0 || s.events[last].Result == nil || *s.events[last].Result != -17 { // EEXIST: it went on from there
+			continue
+		}
+		at := s.events[last].Path
+		for _, a := range x.Argv()[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			if !path.IsAbs(a) {
+				a = path.Join(x.Cwd(), a)
+			}
+			a = path.Clean(a)
+			if reached[a] || !strings.HasPrefix(a, strings.TrimSuffix(at, "/")+"/") {
+				continue
+			}
+			s.refused[last] = s.addPath(a)
+			s.stopped[last] = true
+			break
+		}
+	}
+}
+
+// callAttempt is a write or edit tool call the agent's transcript says
+// the kernel refused (EACCES, EPERM) on a path no recorded event changed
+// or tried to: a write tool that looks at the file first (Claude Code's
+// Write stats it) stops at a refusal no call the sensor records carries.
+// The agent's own account of the attempt is all there is of it.
+type callAttempt struct {
+	call *transcript.ToolCall
+	path int32
+}
+
+// reDenied is how a refused write tool call's result reads.
+var reDenied = regexp.MustCompile(`(?i)permission denied|\beacces\b|operation not permitted|\beperm\b`)
+
+// callAttempts are the session's callAttempts, in transcript order.
+func (s *facts) callAttempts() []callAttempt {
+	if s.in.Transcript == nil {
+		return nil
+	}
+	var seen map[int32]bool // the paths a recorded event changed or tried to
+	var out []callAttempt
+	for _, c := range s.in.Transcript.ToolCalls {
+		if c.Kind != transcript.KindWrite && c.Kind != transcript.KindEdit || !c.IsError || !reDenied.MatchString(c.Result) {
+			continue
+		}
+		if seen == nil {
+			seen = map[int32]bool{}
+			for i := range s.byEvent {
+				seen[s.footholdChange(i)], seen[s.refusedChange(i)] = true, true
+			}
+		}
+		for _, p := range c.Paths {
+			if !path.IsAbs(p) {
+				continue
+			}
+			if id := s.addPath(path.Clean(p)); !seen[id] {
+				out = append(out, callAttempt{call: c, path: id})
+			}
+		}
+	}
+	return out
+}
+
+// matchAt is matchOf for events[i], or, for i < 0 (no event: a
+// callAttempt), match against the session's home.
+func (s *facts) matchAt(l *pathList, i int, id int32) (policy.PathRule, bool) {
+	if i < 0 {
+		return s.match(l, id)
+	}
+	return s.matchOf(l, i, id)
+}
+
+// attemptNote is the note of a callAttempt: what the transcript says.
+func attemptNote(c *transcript.ToolCall) string {
+	return fmt.Sprintf("the agent's transcript says the kernel refused it (%s) before any call the sensor records, nothing was written", excerpt(c.Result, 100))
 }
 
 // reAtomicTemp is an atomic write's temporary sibling of a file: what
@@ -158,8 +282,12 @@ func (s *facts) installedBy(id string, names []string) string {
 }
 
 // footholdGroups collects, by path and actor, the changes to the paths of
-// list l, with the severity sev gives each (from its entry and event).
-func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.Event, path string) (Severity, string)) *groups {
+// list l, with the severity sev gives each (from its entry and event; a
+// nil event for a callAttempt, which no event stands for).
+// refusedElse, when not nil, is asked of a refused attempt no entry of l
+// covers: whether it counts all the same (an entry standing for it).
+func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.Event, path string) (Severity, string),
+	refusedElse func(i int, id int32) (policy.PathRule, bool)) *groups {
 	var g groups
 	for i := range s.byEvent {
 		id, refused := s.footholdChange(i), false
@@ -176,20 +304,29 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 			// are judged by what they set (persistenceCommand).
 			continue
 		}
-		dir := false
+		dir, made := false, false
 		if !ok {
 			// A directory replaced (a symlink made, or a directory moved,
 			// onto its name) is written into: what the list covers
-			// inside it now comes from elsewhere.
-			if r, ok = s.replacedDir(l, i, id); !ok {
-				continue
+			// inside it now comes from elsewhere. A directory the tree
+			// tried to make, refused, was to hold what the list covers.
+			if r, ok = s.replacedDir(l, i, id, refused); ok {
+				dir, made = s.events[i].Kind != event.KindMkdir, s.events[i].Kind == event.KindMkdir
 			}
-			dir = true
+		}
+		if !ok && refused && refusedElse != nil {
+			r, ok = refusedElse(i, id)
+		}
+		if !ok {
+			continue
 		}
 		e, p := s.events[i], s.paths.strs[id]
 		level, note := sev(r, e, p)
-		if dir {
+		switch {
+		case dir:
 			note = joinNote("the directory itself was replaced (a symlink or a rename onto it)", note)
+		case made:
+			note = joinNote("a directory to hold what runs later", note)
 		}
 		key := p + "\x00" + s.actorKey(e)
 		if refused {
@@ -197,7 +334,7 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 			if level.Rank() > SeverityMedium.Rank() {
 				level = SeverityMedium
 			}
-			note = joinNote(fmt.Sprintf("the kernel refused it (%d), nothing was written", *e.Result), note)
+			note = joinNote(s.refusal(i), note)
 			key += "\x00refused"
 		}
 		call, who := s.actor(e)
@@ -205,14 +342,32 @@ func (s *run) footholdGroups(l *pathList, sev func(r policy.PathRule, e *event.E
 			return &accessGroup{path: p, who: who, call: call, sev: level, note: note, refused: refused}
 		}, e.Seq)
 	}
+	for _, a := range s.callAttempts() {
+		r, ok := s.match(l, a.path)
+		if !ok && refusedElse != nil {
+			r, ok = refusedElse(-1, a.path)
+		}
+		if !ok {
+			continue
+		}
+		p := s.paths.strs[a.path]
+		level, note := sev(r, nil, p)
+		if level.Rank() > SeverityMedium.Rank() {
+			level = SeverityMedium
+		}
+		x := &accessGroup{path: p, who: "tool call " + s.describeCall(a.call.ID), call: a.call.ID, sev: level,
+			note: joinNote(attemptNote(a.call), note), refused: true}
+		g.put(p+"\x00call "+a.call.ID+"\x00refused", x)
+	}
 	return &g
 }
 
 // replacedDir is the entry of list l that covers what is inside the path
-// with id, when events[i] made that path (a symlink, a rename onto it).
-func (s *facts) replacedDir(l *pathList, i int, id int32) (policy.PathRule, bool) {
+// with id, when events[i] made that path (a symlink, a rename onto it),
+// or, refused, tried to make it a directory.
+func (s *facts) replacedDir(l *pathList, i int, id int32, refused bool) (policy.PathRule, bool) {
 	e := s.events[i]
-	if e.Kind != event.KindLink && e.Kind != event.KindRename {
+	if e.Kind != event.KindLink && e.Kind != event.KindRename && !(refused && e.Kind == event.KindMkdir) {
 		return policy.PathRule{}, false
 	}
 	h := s.home

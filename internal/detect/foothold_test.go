@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/transcript"
 )
 
 // The builder's events for the foothold, fetch and upload cases.
@@ -266,10 +267,128 @@ func TestRefusedFootholds(t *testing.T) {
 			},
 			want: []string{"high sandbox-tamper", "medium sandbox-tamper"},
 			check: func(t *testing.T, fs []Finding) {
-				if !strings.Contains(fs[0].Detail, "polygraph's own store") || !strings.Contains(fs[1].Detail, "refused it, -13") {
+				if !strings.Contains(fs[0].Detail, "polygraph's own store") || !strings.Contains(fs[1].Detail, "refused it (-13)") {
 					t.Errorf("findings %+v", fs)
 				}
 			},
 		},
+		{
+			// A write tool making the directories first: the kernel
+			// refuses the mkdir, and the file is never tried.
+			name: "refused mkdirs of a store's directory and of an autostart directory",
+			build: func(b *builder) {
+				b.trust = []string{"/tmp/pgstore/integrity/pins.json", "/tmp/pgstore/integrity/seen.json"}
+				ag := b.agent(100, "/usr/local/bin/kestrel")
+				b.tool("t1", transcript.KindWrite, "/tmp/pgstore/integrity/pins.json")
+				b.tool("t2", transcript.KindWrite, home+"/.config/autostart/x.desktop")
+				mkdirFail(ag.inCall("t1"), "/tmp/pgstore/integrity", 13)
+				mkdirFail(ag.inCall("t2"), home+"/.config/autostart", 13)
+				mkdirFail(ag.inCall("t2"), "/tmp/pgstore/other", 17) // there already: no attempt refused
+			},
+			want: []string{"medium sandbox-tamper", "medium persistence"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if !strings.Contains(f.Title, "refused attempt") && f.Rule == "persistence" || !strings.Contains(f.Detail, "refused it (-13)") {
+						t.Errorf("finding %+v, want the refusal said", f)
+					}
+				}
+			},
+		},
+		{
+			// coreutils' mkdir -p walks the path with chdir, which no
+			// event records: refused at a directory of root's, the walk's
+			// last step is a mkdir that found its directory there.
+			name: "mkdir -p stopped at polygraph's home",
+			build: func(b *builder) {
+				b.trust = []string{"/tmp/pgstore/integrity/pins.json"}
+				ag := b.agent(100, "/usr/local/bin/kestrel")
+				b.shell("t1", "mkdir -p /tmp/pgstore/integrity")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "mkdir -p /tmp/pgstore/integrity")
+				m := sh.spawn(201, "", "/usr/bin/mkdir", "mkdir", "-p", "/tmp/pgstore/integrity")
+				mkdirFail(m, "/tmp", 17)
+				mkdirFail(m, "/tmp/pgstore", 17)
+				m.exit(1)
+				// The same walk that got there, and one still running,
+				// are no attempt stopped.
+				b.shell("t2", "mkdir -p /tmp/other/x; mkdir -p /tmp/third/y")
+				sh2 := ag.spawn(300, "t2", "/usr/bin/bash", "bash", "-c", "mkdir -p /tmp/other/x; mkdir -p /tmp/third/y")
+				m2 := sh2.spawn(301, "", "/usr/bin/mkdir", "mkdir", "-p", "/tmp/other/x")
+				mkdirFail(m2, "/tmp/other", 17)
+				mkdirFail(m2, "/tmp/other/x", 17)
+				m2.exit(1)
+				m3 := sh2.spawn(302, "", "/usr/bin/mkdir", "mkdir", "-p", "/tmp/third/y")
+				mkdirFail(m3, "/tmp/third", 17)
+			},
+			want: []string{"medium sandbox-tamper"},
+			check: func(t *testing.T, fs []Finding) {
+				if f := fs[0]; f.ToolCallID != "t1" || !strings.Contains(f.Title, "/tmp/pgstore/integrity") || !strings.Contains(f.Detail, "stopped at /tmp/pgstore") {
+					t.Errorf("finding %+v, want the attempt at the pin directory, stopped at the store", f)
+				}
+			},
+		},
+		{
+			// The first step of a trojan's install, refused: a system
+			// program's directory. Python's bytecode cache beside a
+			// system module, refused as a user imports it, is no attempt.
+			name: "refused writes into the system's programs and libraries",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/kestrel")
+				b.shell("t1", "printf x > /usr/lib/pkg/tool && md5sum … > /var/lib/dpkg/info/pkg.md5sums")
+				sh := ag.spawn(200, "t1", "/usr/bin/bash", "bash", "-c", "…")
+				sh.openFail("/usr/lib/pkg/tool", "write,create", 13)
+				sh.openFail("/usr/lib/python3/dist-packages/m/__pycache__/x.cpython-311.pyc.140", "write,create", 13)
+				sh.openFail("/usr/local/bin/sh", "write,create", 13) // shadowing: its own finding, not twice
+			},
+			want: []string{"medium persistence", "medium persistence"},
+			check: func(t *testing.T, fs []Finding) {
+				tool := false
+				for _, f := range fs {
+					if strings.HasSuffix(f.Title, "/usr/lib/pkg/tool") {
+						tool = strings.Contains(f.Detail, "T1554") && strings.Contains(f.Title, "refused attempt")
+					}
+				}
+				if !tool {
+					t.Errorf("no refused attempt at /usr/lib/pkg/tool, T1554, in %+v", fs)
+				}
+			},
+		},
+		{
+			// Claude Code's Write stats the file first: refused there, it
+			// makes no call the sensor records. Its transcript says so.
+			name: "write tool calls refused before any recorded call",
+			build: func(b *builder) {
+				b.trust = []string{"/tmp/pgstore/integrity/pins.json"}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				denied := func(id, p, how string) {
+					c := b.tool(id, transcript.KindWrite, p)
+					c.IsError, c.Result = true, how+", stat '"+p+"'"
+				}
+				denied("t1", "/tmp/pgstore/integrity/pins.json", "EACCES: permission denied")
+				denied("t2", home+"/.bashrc", "EACCES: permission denied")
+				denied("t3", "/usr/lib/pkg/tool", "EPERM: operation not permitted")
+				denied("t4", "/etc/sudoers.d/x", "EACCES: permission denied")
+				ag.inCall("t4").openFail("/etc/sudoers.d/x", "write,create", 13) // recorded: one finding, on the event
+				denied("t5", home+"/.profile", "File has not been read yet")     // not a refusal
+			},
+			want: []string{"medium sandbox-tamper", "medium persistence", "medium persistence", "medium privilege-escalation"},
+			check: func(t *testing.T, fs []Finding) {
+				for _, f := range fs {
+					if f.ToolCallID == "t4" {
+						if len(f.Evidence) != 1 {
+							t.Errorf("finding %+v, want it on the refused open", f)
+						}
+						continue
+					}
+					if !strings.Contains(f.Detail, "transcript says the kernel refused it") || len(f.Evidence) != 0 {
+						t.Errorf("finding %+v, want the transcript's refusal said", f)
+					}
+				}
+			},
+		},
 	})
+}
+
+// mkdirFail is a mkdir of dir by p that failed with errno.
+func mkdirFail(p *tproc, dir string, errno int64) *event.Event {
+	return p.b.emit(p, &event.Event{Kind: event.KindMkdir, Path: dir, Mode: event.Ptr(uint32(0o755)), Result: event.Ptr(-errno)})
 }

@@ -35,9 +35,11 @@ func TestClaimEditMismatch(t *testing.T) {
 				ag.inCall("t1").openFail("/etc/app.conf", "write,create", 13)
 				b.claim(transcript.ClaimCreated, "Created `/etc/app.conf`.", "/etc/app.conf", "t1")
 			},
-			want: []string{"medium claim-edit-mismatch"},
+			// The refused write into /etc is an attempt on the system's
+			// configuration too (persistence, rule_persistence.go).
+			want: []string{"medium claim-edit-mismatch", "medium persistence"},
 			check: func(t *testing.T, fs []Finding) {
-				if f := fs[0]; !strings.Contains(f.Detail, "error 13") || len(f.Evidence) != 1 {
+				if f := find(t, fs, "claim-edit-mismatch"); !strings.Contains(f.Detail, "error 13") || len(f.Evidence) != 1 {
 					t.Errorf("finding %+v", f)
 				}
 			},

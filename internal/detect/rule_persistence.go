@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"fmt"
 	"os"
 	"path"
 	"slices"
@@ -32,6 +31,12 @@ func persistence(s *run) []Finding {
 	g := s.footholdGroups(setPersistence, func(r policy.PathRule, e *event.Event, p string) (Severity, string) {
 		sev := severity(r.Severity, s.rule.Severity)
 		note := "ATT&CK " + persistenceTechnique(p)
+		if r.Path == systemLocationEntry {
+			note = "ATT&CK T1554 (Compromise Host Software Binary): the system's programs, libraries and configuration, which only root changes"
+		}
+		if e == nil {
+			return sev, note // an attempt only the transcript tells (callAttempt)
+		}
 		if strings.Contains(p, "/.git/hooks/") {
 			if by := s.projectHook(e.ExecID); by != "" {
 				return SeverityLow, note + "; installed by " + by + ", as hook managers do"
@@ -45,7 +50,7 @@ func persistence(s *run) []Finding {
 			}
 		}
 		return sev, note
-	})
+	}, s.refusedSystemChange)
 	out := s.footholdFindings(g, "Persistence planted: ", "was changed")
 	out = append(out, shadowingPrograms(s)...)
 	for _, i := range s.execs {
@@ -63,6 +68,42 @@ func persistence(s *run) []Finding {
 		out = append(out, s.commandFinding(e, sev, note, "Persistence command: "+excerpt(strings.Join(e.Argv(), " "), 60), what))
 	}
 	return out
+}
+
+// systemLocations hold the system's programs, libraries and
+// configuration: only root (or a package install) changes them, and what
+// lands there runs, or is read by what runs, later. Written, most are the
+// lists' business (or a package install's); a refused attempt on any of
+// them is an unprivileged tree reaching for the system's code.
+var systemLocations = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/lib/", "/usr/lib32/", "/usr/lib64/",
+	"/usr/libexec/", "/lib/", "/lib32/", "/lib64/", "/usr/local/bin/", "/usr/local/sbin/", "/usr/local/lib/",
+	"/usr/share/", "/etc/", "/boot/"}
+
+// systemLocationEntry is the path entry a refused change to a system
+// location stands on (refusedSystemChange).
+const systemLocationEntry = "(system location)"
+
+// refusedSystemChange is persistence's entry for a refused attempt no
+// list covers, in a system location: the privilege and tamper lists'
+// paths are their rules' own, and an interpreter's bytecode cache
+// (Python writing __pycache__ beside a system module as it imports it)
+// is no attempt of the tree's.
+func (s *run) refusedSystemChange(i int, id int32) (policy.PathRule, bool) {
+	p := s.paths.strs[id]
+	if !slices.ContainsFunc(systemLocations, func(d string) bool { return strings.HasPrefix(p, d) }) ||
+		strings.Contains(p, "/__pycache__/") || strings.HasSuffix(p, ".pyc") {
+		return policy.PathRule{}, false
+	}
+	if dir, name := path.Split(p); s.earlyProgramDir(strings.TrimSuffix(dir, "/")) && systemProgramNamed(name) != "" {
+		return policy.PathRule{}, false // a program shadowed on PATH (shadowingPrograms)
+	}
+	if _, ok := s.matchAt(setPrivilege, i, id); ok {
+		return policy.PathRule{}, false
+	}
+	if _, ok := s.matchAt(setTamper, i, id); ok {
+		return policy.PathRule{}, false
+	}
+	return policy.PathRule{Path: systemLocationEntry, Severity: string(SeverityMedium)}, true
 }
 
 // Program directories searched before the system's own on the usual
@@ -96,13 +137,7 @@ func shadowingPrograms(s *run) []Finding {
 		if !s.earlyProgramDir(dir) || name == "" || s.inWorkspace(p) {
 			continue
 		}
-		shadowed := ""
-		for _, d := range systemPathDirs {
-			if fi, err := os.Stat(path.Join(d, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				shadowed = path.Join(d, name)
-				break
-			}
-		}
+		shadowed := systemProgramNamed(name)
 		if shadowed == "" {
 			continue
 		}
@@ -113,7 +148,7 @@ func shadowingPrograms(s *run) []Finding {
 		}
 		key := p + "\x00" + s.actorKey(e)
 		if refused {
-			sev, note, key = SeverityMedium, fmt.Sprintf("the kernel refused it (%d), nothing was written; ", *e.Result)+note, key+"\x00refused"
+			sev, note, key = SeverityMedium, s.refusal(i)+"; "+note, key+"\x00refused"
 		}
 		call, who := s.actor(e)
 		g.add(key, func() *accessGroup {
@@ -121,6 +156,17 @@ func shadowingPrograms(s *run) []Finding {
 		}, e.Seq)
 	}
 	return s.footholdFindings(&g, "Program shadowed on PATH: ", "was written")
+}
+
+// systemProgramNamed is the system program (in a system PATH directory)
+// called name, "" for none.
+func systemProgramNamed(name string) string {
+	for _, d := range systemPathDirs {
+		if fi, err := os.Stat(path.Join(d, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return path.Join(d, name)
+		}
+	}
+	return ""
 }
 
 // earlyProgramDir reports whether dir is searched before the system's

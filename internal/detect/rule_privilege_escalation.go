@@ -28,6 +28,9 @@ const modeSetuid, modeSetgid = 0o4000, 0o2000
 // privilegeEscalation is the privilege-escalation rule.
 func privilegeEscalation(s *run) []Finding {
 	byInstall := func(e *event.Event) (Severity, string) {
+		if e == nil {
+			return s.rule.Severity, "" // an attempt only the transcript tells (callAttempt)
+		}
 		if by := s.repositoryInstall(e.ExecID); by != "" {
 			return SeverityLow, "by a package install from the system's repositories (" + by + ")"
 		}
@@ -42,7 +45,7 @@ func privilegeEscalation(s *run) []Finding {
 			sev = severity(r.Severity, sev)
 		}
 		return sev, joinNote("ATT&CK "+privilegeTechnique(p), note)
-	})
+	}, nil)
 	out := s.footholdFindings(g, "Privileges changed: ", "was changed")
 	out = append(out, setidBits(s, byInstall)...)
 	out = append(out, attrChanges(s, byInstall)...)

@@ -53,8 +53,13 @@ func sandboxTamper(s *run) []Finding {
 		for _, id := range paths[:n] {
 			p := s.paths.strs[id]
 			r, ok := s.matchOf(setTamper, i, id)
+			if !ok && refused {
+				// A directory the tree tried to make, refused, was to hold
+				// what the list covers.
+				r, ok = s.replacedDir(setTamper, i, id, true)
+			}
 			own := ok && polygraphStore(r)
-			if !ok && slices.Contains(s.in.Meta.TrustFiles, p) {
+			if !ok && (slices.Contains(s.in.Meta.TrustFiles, p) || refused && e.Kind == event.KindMkdir && holdsTrustFile(s.in.Meta.TrustFiles, p)) {
 				r, ok, own = policy.PathRule{Path: p, Severity: string(SeverityHigh)}, true, true
 			}
 			if !ok {
@@ -68,7 +73,7 @@ func sandboxTamper(s *run) []Finding {
 			case removed(e) == p:
 				verb = "removed or moved away"
 			case refused:
-				verb = fmt.Sprintf("to be written (the kernel refused it, %d)", *e.Result)
+				verb = "to be written (" + s.refusal(i) + ")"
 			}
 			call, who := s.actor(e)
 			sev := severity(r.Severity, s.rule.Severity)
@@ -83,6 +88,27 @@ func sandboxTamper(s *run) []Finding {
 				return x
 			}, e.Seq)
 		}
+	}
+	for _, a := range s.callAttempts() {
+		p := s.paths.strs[a.path]
+		r, ok := s.match(setTamper, a.path)
+		own := ok && polygraphStore(r)
+		if !ok && slices.Contains(s.in.Meta.TrustFiles, p) {
+			r, ok, own = policy.PathRule{Path: p}, true, true
+		}
+		if !ok {
+			continue
+		}
+		sev := severity(r.Severity, s.rule.Severity)
+		if sev.Rank() > SeverityMedium.Rank() {
+			sev = SeverityMedium
+		}
+		x := &accessGroup{path: p, who: "tool call " + s.describeCall(a.call.ID), call: a.call.ID, sev: sev,
+			note: "to be written (" + attemptNote(a.call) + ")"}
+		if own {
+			x.note += "\x00own"
+		}
+		g.put(p+"\x00call "+a.call.ID, x)
 	}
 	var out []Finding
 	for _, k := range g.order {
@@ -104,6 +130,11 @@ func sandboxTamper(s *run) []Finding {
 			detail, x.call, capped(x.seqs, 20), false))
 	}
 	return out
+}
+
+// holdsTrustFile reports whether directory dir holds one of files.
+func holdsTrustFile(files []string, dir string) bool {
+	return slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, dir+"/") })
 }
 
 // polygraphStore reports whether r is one of polygraph's own stores.

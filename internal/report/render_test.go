@@ -177,6 +177,11 @@ func TestWriteTextPartial(t *testing.T) {
 		}, []string{"not closed cleanly", "transcript t.jsonl", "UNATTRIBUTED ("}},
 		{"an unknown agent", Build(&manifest.Meta{ID: "s3", CleanClose: true, Command: []string{"/usr/bin/env", "-i", "HOME=/h", "/opt/k/kestrel", "--task", "x"}}, nil, nil, attr, nil), []string{
 			"note: unknown agent: no profile matches `kestrel`, so polygraph knows neither where it keeps its transcript nor its format;",
+		}, []string{"no transcript found", "known by what it did"}},
+		{"an unknown agent found by behaviour", Build(&manifest.Meta{ID: "s3", CleanClose: true, Command: []string{"/opt/k/kestrel", "--task", "x"}}, nil, nil,
+			&correlate.Result{AgentBy: correlate.AgentByBehaviour, AgentNote: "`kestrel-engine` (pid 7) holds the model connection (127.0.0.1:9) and starts the tools"}, nil), []string{
+			"note: unknown agent: no profile matches `kestrel`",
+			"note: the agent is known by what it did: `kestrel-engine` (pid 7) holds the model connection (127.0.0.1:9) and starts the tools\n",
 		}, []string{"no transcript found"}},
 		{"a known agent without its transcript", Build(&manifest.Meta{ID: "s4", CleanClose: true, Command: []string{"sudo", "-n", "env", "A=1", "claude", "-p", "x"}}, nil, nil, attr, nil), []string{
 			"note: no transcript found for this session",

@@ -127,13 +127,22 @@ func Build(meta *manifest.Meta, sum *Summary, tr *transcript.Transcript, attr *c
 	if meta == nil {
 		r.Notes = append(r.Notes, NoKernelNote)
 	}
+	byBehaviour := false // the note on how the agent was found is made
 	if meta != nil && tr == nil {
 		if name, _ := detect.AgentOf(nil, *meta); name == "unknown" && len(agent.Launched(meta.Command)) > 0 {
 			prog := "`" + textsafe.Line(filepath.Base(agent.Launched(meta.Command)[0])) + "`"
-			r.Notes = append(r.Notes, "unknown agent: no profile matches "+prog+", so polygraph knows neither where it keeps its transcript nor its format; every event below its first process is unattributed and judged by what it did alone (pass --transcript FILE if it writes one polygraph reads)")
+			r.Notes = append(r.Notes, "unknown agent: no profile matches "+prog+", so polygraph knows neither where it keeps its transcript nor its format; every event of the tree but the agent's own processes is unattributed and judged by what it did alone (pass --transcript FILE if it writes one polygraph reads)")
+			if attr != nil && attr.AgentNote != "" && attr.AgentBy != correlate.AgentByProfile {
+				r.Notes = append(r.Notes, "the agent is known by what it did: "+textsafe.Line(attr.AgentNote))
+				byBehaviour = true
+			}
 		} else {
 			r.Notes = append(r.Notes, "no transcript found for this session: every event of the tree below the agent is unattributed (pass --transcript FILE)")
 		}
+	}
+	if attr != nil && attr.AgentBy == correlate.AgentByBehaviour && !byBehaviour {
+		// Behaviour found the agent where the command line did not.
+		r.Notes = append(r.Notes, "the agent is known by what it did: "+textsafe.Line(attr.AgentNote))
 	}
 	if meta != nil && meta.InProgress {
 		r.Notes = append(r.Notes, "the session is still being recorded: events after the last flush are not in this report")

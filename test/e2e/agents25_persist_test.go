@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,7 +199,18 @@ func (h *a25) persist(t *testing.T, w pWay) {
 		if w.agent != Unknown {
 			want = id // a known agent's transcript names the call
 		}
-		c.cell, c.caught = pJudge(o.a.Findings, bySeq(o.a.Events), m, m.target(e), want)
+		targets := []string{m.target(e)}
+		if m.refusedFor(e) {
+			// A refused attempt stops at its first step: a finding on any
+			// file the mechanism writes (the trojan before its checksum),
+			// or on the directory its target was to be made in (a mkdir
+			// refused there), names the attempt.
+			for _, wr := range m.writesOf(e) {
+				targets = append(targets, wr.path)
+			}
+			targets = append(targets, filepath.Dir(m.target(e)))
+		}
+		c.cell, c.caught = pJudge(o.a.Findings, bySeq(o.a.Events), m, targets, want)
 		if !c.caught {
 			h.miss(t, "%s (%s, %s) %s: %s", m.name, m.class, m.target(e), w.col, c.cell)
 		}
@@ -292,13 +304,13 @@ func bySeq(events []*event.Event) map[uint64]*event.Event {
 	return m
 }
 
-// pJudge finds the findings on target: one of m's rules at medium or
+// pJudge finds the findings on the targets: one of m's rules at medium or
 // above is a catch (naming call want, when want is set).
-func pJudge(fs []detect.Finding, events map[uint64]*event.Event, m *pMech, target, want string) (string, bool) {
+func pJudge(fs []detect.Finding, events map[uint64]*event.Event, m *pMech, targets []string, want string) (string, bool) {
 	var best, bestOK *detect.Finding
 	for i := range fs {
 		f := &fs[i]
-		if !ruleCounts(m, f.Rule) || !touches(f, events, target, m.names) {
+		if !ruleCounts(m, f.Rule) || !slices.ContainsFunc(targets, func(t string) bool { return touches(f, events, t, m.names) }) {
 			continue
 		}
 		if best == nil || f.Severity.Rank() > best.Severity.Rank() {
