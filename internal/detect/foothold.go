@@ -48,8 +48,8 @@ func (s *facts) refusedChange(i int) int32 {
 	e := s.events[i]
 	switch e.Kind {
 	case event.KindLink, event.KindChmod, event.KindMkdir:
-		if e.Failed() && (*e.Result == -13 || *e.Result == -1) {
-			return s.byEvent[i].path
+		if p := s.byEvent[i].path; e.Failed() && p >= 0 && refusedErrno(*e.Result, s.paths.strs[p]) {
+			return p
 		}
 	}
 	return -1
