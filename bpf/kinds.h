@@ -28,6 +28,7 @@ enum ev_kind {
 	EV_PEER = 19,
 	EV_CHOWN = 21,
 	EV_XATTR = 22,
+	EV_FOLLOW = 23,
 };
 
 #endif /* __POLYGRAPH_KINDS_H */

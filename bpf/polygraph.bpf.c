@@ -248,10 +248,18 @@ static __always_inline void count_lost(__u32 slot)
 		*v += 1;
 }
 
+/* current_proc returns the current process's entry in tracked, or 0. A
+ * followed process (follow.h) whose time ran out leaves the map here, at its
+ * next event. */
 static __always_inline struct proc_info *current_proc(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	return bpf_map_lookup_elem(&tracked, &tgid);
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (pi && (pi->flags & PI_FOLLOWED) && (bpf_ktime_get_boot_ns() >> 30) > pi->until) {
+		bpf_map_delete_elem(&tracked, &tgid);
+		return 0;
+	}
+	return pi;
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -505,6 +513,7 @@ static __always_inline bool in_or_under(void *map, __u64 ino, __u32 dev, struct 
 
 #include "objcache.h"
 #include "watch.h"
+#include "follow.h"
 
 /* ---- process tree ---- */
 
@@ -521,6 +530,15 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct proc_info ci = {.image_ns = now};
+	if (pi->flags & PI_FOLLOWED) {
+		/* a followed process's child is followed until the same time */
+		if (follow_expired(pi)) {
+			bpf_map_delete_elem(&tracked, &ptgid);
+			return 0;
+		}
+		ci.flags = PI_FOLLOWED;
+		ci.until = pi->until;
+	}
 	if (bpf_map_update_elem(&tracked, &cpid, &ci, BPF_ANY))
 		count_lost(1);
 
@@ -596,6 +614,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct proc_info *pi = current_proc();
+	if (!pi)
+		pi = exec_follow(p, bprm->file);
 	if (!pi && !watch_exec_all())
 		return 0;
 	struct scratch *s = get_scratch();
@@ -844,6 +864,7 @@ static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, con
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt);
 static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd);
+static __always_inline void fifo_outside(struct task_struct *t, struct file *f, long fd);
 
 /* taken_name writes the name of another process's open file, the one a
  * pidfd_getfd took (pid and fd of the call), at the start of the record's
@@ -902,6 +923,13 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
+		/* a file the tree writes: an outside process opening it later
+		 * becomes followed (follow.h) */
+		if ((e->imode & S_IFMT) == S_IFREG && (v.flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) &&
+		    !(pi->flags & (PI_OUTSIDE | PI_FOLLOWED))) {
+			struct file_id k = {.ino = e->ino, .dev = e->dev};
+			tree_mark(&k, t->tgid, pi->image_ns);
+		}
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	/* A process's first open of a guarded file keeps the security ring;
@@ -910,7 +938,9 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		sec = false;
 	if (submit_to(s, off, sec))
 		obj_remember(s);
-	if (fifo) /* after the open's record: it reuses the buffer */
+	if (fifo && (pi->flags & PI_FOLLOWED)) /* after the open's record: it reuses the buffer */
+		fifo_outside(t, fd_file(t, ret), ret);
+	else if (fifo)
 		fifo_tracked(pi, t, ret);
 	if (target && target != t->tgid) {
 		/* how the kernel opened it: an O_PATH open reads and writes nothing */
@@ -1453,7 +1483,7 @@ static __always_inline bool at_exit(long id)
 	case NR_mkdir: case NR_mkdirat:
 	case NR_chmod: case NR_fchmodat: case NR_fchmodat2: case NR_fchmod:
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
-	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
+	case NR_connect: case NR_bind: case NR_accept: case NR_accept4: case NR_socket:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg: case NR_recvmsg:
 	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd:
 	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
@@ -1556,8 +1586,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		paths_changed();
 	struct proc_info *pi = current_proc();
 	if (!pi) {
-		fifo_outside(id, regs, ret);
-		return watch_open(id, regs, ret);
+		/* an open of a file the tree wrote makes the opener followed: its
+		 * open is then reported below, as the tree's are */
+		pi = outside_open(id, regs, ret);
+		if (!pi)
+			return watch_open(id, regs, ret);
 	}
 	/* Every path and socket operation leaves the switch with its
 	 * arguments in v and is sent by the one report_op below: each call
@@ -1642,6 +1675,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return report(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), LINK_SYMBOLIC, 0);
 	case NR_symlinkat:
 		return report(EV_LINK, NO_BASE, A(0), A(1), A(2), LINK_SYMBOLIC, 0);
+	case NR_socket:
+		tree_socket(pi, ret);
+		return 0;
 	case NR_connect:
 		return report(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
 	case NR_bind:

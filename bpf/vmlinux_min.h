@@ -200,6 +200,15 @@ struct sock {
 	u16 sk_protocol;
 	u16 sk_type;
 	struct pid *sk_peer_pid;
+	struct socket *sk_socket;
+};
+
+/* A socket buffer: cb is the protocol's control block (for AF_UNIX,
+ * struct unix_skb_parms, whose first member is the sender's struct pid *),
+ * sk the socket that owns it (a Unix message's: the sender's). */
+struct sk_buff {
+	char cb[48];
+	struct sock *sk;
 };
 
 struct socket {

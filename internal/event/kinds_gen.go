@@ -52,10 +52,12 @@ const (
 	KindChown Kind = "chown"
 	// KindXattr is a change of a file's extended attributes (setxattr, removexattr and their l, f and at forms): XattrName the attribute (security.capability gives file capabilities, system.posix_acl_access an ACL), XattrOp set or remove.
 	KindXattr Kind = "xattr"
+	// KindFollow is a process outside the tree that the tree reached (a message on a Unix socket it received, the other end of a FIFO, a file the tree wrote that it opened or executed) is traced from now for a while as acting for the tree: the event is the followed process's (PID, a new ExecID whose parent is the asking process's image, so what it does is attributed to the call that asked), TargetPID and TargetExecID the tree's process that reached it, Method the channel (unix_stream, unix_dgram, unix_seqpacket, fifo, file, exec), TargetExe the followed process's executable.
+	KindFollow Kind = "follow"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindFollow}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -82,4 +84,5 @@ var groups = map[Kind]Group{
 	KindPeer:    GroupNetwork,
 	KindChown:   GroupFile | GroupAttr,
 	KindXattr:   GroupFile | GroupAttr,
+	KindFollow:  GroupCall,
 }

@@ -29,6 +29,7 @@ const (
 	evPeer    = 19
 	evChown   = 21
 	evXattr   = 22
+	evFollow  = 23
 )
 
 // recordKinds is the event kind of each record kind.
@@ -56,4 +57,5 @@ var recordKinds = map[uint8]event.Kind{
 	evPeer:    event.KindPeer,
 	evChown:   event.KindChown,
 	evXattr:   event.KindXattr,
+	evFollow:  event.KindFollow,
 }

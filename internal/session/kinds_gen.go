@@ -31,4 +31,5 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindPeer:    22,
 	event.KindChown:   23,
 	event.KindXattr:   24,
+	event.KindFollow:  25,
 }

@@ -139,6 +139,11 @@ func kernelTruthSamples() []*event.Event {
 			e.Path, e.Result = "/tmp/sh", event.Ptr(int64(-1))
 			e.Attr.XattrName, e.Attr.XattrOp = "security.capability", "set"
 		}),
+		with(common(26, event.KindFollow, 4545, "python3"), func(e *event.Event) {
+			e.ParentExecID = "102-1"
+			e.Call.TargetPID, e.Call.TargetExecID, e.Call.Method, e.Call.TargetExe = 102, "102-1", "unix_dgram", "/usr/bin/python3.11"
+			e.Call.TargetInTree = event.Ptr(true)
+		}),
 	}
 }
 
