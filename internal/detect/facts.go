@@ -126,6 +126,7 @@ const (
 	fLate                               // attributed to a call, after the call returned
 	fUnattributed                       // attributed to nothing
 	fBlocked                            // an egress attempt the isolation refused (blocked.go)
+	fFollowed                           // an event of a process outside the tree, followed while it acted for it
 )
 
 // newFacts builds the facts of session in.
@@ -259,12 +260,40 @@ func (s *facts) walk() {
 	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}
 	s.sentTo = map[uint32]bool{}
 	var mode accessMode
+	// The images of followed processes (outside the tree, traced while
+	// they act for it: a follow event starts one), and the images they
+	// fork and execute.
+	followed := map[string]bool{}
 	for i, e := range s.events {
 		f := fact{path: -1, written: -1}
 		var call string
 		if s.attr != nil {
 			at := s.attr.at(e.Seq)
 			call, f.flags = attributedTo(at)
+		}
+		switch {
+		case e.Kind == event.KindFollow:
+			followed[e.ExecID] = true
+		case followed[e.ExecID]:
+		case e.Kind == event.KindExec && e.ParentExecID != "" && followed[e.ParentExecID]:
+			followed[e.ExecID] = true
+		}
+		if followed[e.ExecID] {
+			if e.Kind == event.KindFork && e.ChildExecID() != "" {
+				followed[e.ChildExecID()] = true
+			}
+			// What a followed process wrote and ran is its own work
+			// (a journal, a cache, its helpers): the rules judge its
+			// reads and its traffic; escaped-tree, all it did.
+			f.flags |= fFollowed
+			if e.Kind != event.KindOpen && e.Kind != event.KindConnect && e.Kind != event.KindNet &&
+				e.Kind != event.KindDNS && e.Kind != event.KindSend {
+				if lb != nil {
+					lb.Add(int32(i), e)
+				}
+				s.byEvent[i] = f
+				continue
+			}
 		}
 		if lb != nil {
 			lb.Add(int32(i), e)
@@ -279,6 +308,9 @@ func (s *facts) walk() {
 		case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink,
 			event.KindChown, event.KindXattr:
 			s.fileFact(int32(i), e, &f, &mode)
+			if f.flags&fFollowed != 0 {
+				f.written, f.flags = -1, f.flags&^(fCreated|fRemoved)
+			}
 		case event.KindConnect:
 			if isEgress(e) {
 				f.flags |= fEgress
