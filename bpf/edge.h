@@ -280,6 +280,25 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
 	bpf_task_release(p);
 }
 
+/* tree_open_mark notes the file at fd, which the tree's process just
+ * opened, when it is a regular file the kernel opened for writing (its
+ * f_mode: the flags asked for may say more than was granted). */
+static __always_inline void tree_open_mark(struct task_struct *t, long fd)
+{
+	__u32 tgid = t->tgid;
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (!pi)
+		return;
+	struct file *f = fd_file(t, fd);
+	if (!f || file_acc(f) == O_RDONLY)
+		return;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+		return;
+	struct file_id k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};
+	tree_mark(&k, t->tgid, pi->image_ns);
+}
+
 /* fifo_outside notes an open of FIFO f (at fd) by a process outside the
  * tree, or followed (which counts as outside here: the tree's end is still
  * the tree's); if the other end's last opener is in the tree, it reports
@@ -315,32 +334,39 @@ static __always_inline void fifo_outside(struct task_struct *t, struct file *f, 
 	report_peer(s, f, &k, mode, t->tgid, BPF_CORE_READ(t, mm, exe_file), file_acc(f)); /* the outside end, as the kernel opened it */
 }
 
-/* outside_open handles a successful open by a process outside the tree:
- * nothing more than a look at the file's type unless it is a FIFO or, once
- * the tree wrote a file, a regular file (plain loads where bpf_rdonly_cast
- * exists, see fd_file). A regular file the tree wrote makes the opener
- * followed (follow.h): it returns the opener's new entry in tracked, so the
- * open is reported as the tree's are. A FIFO's open is noted, and if the
- * other end's last opener is in the tree, reported for it (EV_PEER) and the
- * opener followed. */
-static __always_inline struct proc_info *outside_open(long id, struct pt_regs *regs, long ret)
+/* edge_open handles a successful open at sys_exit: by a process of the
+ * tree (flags its tracked entry's), a regular file it opened for writing
+ * is noted (tree_open_mark); by a process outside the tree (flags
+ * PI_OUTSIDE) or followed, it is nothing more than a look at the file's
+ * type unless it is a FIFO or, once the tree wrote a file, a regular file
+ * (plain loads where bpf_rdonly_cast exists, see fd_file). A regular file
+ * the tree wrote makes an outside opener followed (follow.h), and edge_open
+ * returns 1: the open is then reported as the tree's are. A FIFO's open is
+ * noted, and if the other end's last opener is in the tree, reported for
+ * it (EV_PEER) and the opener followed. A global function: the verifier
+ * checks it once, apart from sys_exit. */
+__noinline int edge_open(long id, long ret, __u32 flags)
 {
 	if (ret < 0 || (id != NR_openat && id != NR_open && id != NR_openat2 && id != NR_creat))
 		return 0;
 	struct task_struct *t = bpf_get_current_task_btf();
+	if (!(flags & (PI_OUTSIDE | PI_FOLLOWED))) {
+		tree_open_mark(t, ret);
+		return 0;
+	}
 	struct file *f = fd_file(t, ret);
 	if (!f)
 		return 0;
 	__u16 mode = HAVE_TYPED ? TYPED(file, f)->f_inode->i_mode : BPF_CORE_READ(f, f_inode, i_mode);
 	if ((mode & S_IFMT) == S_IFREG) {
-		if (!tree_has_files())
+		if (!(flags & PI_OUTSIDE) || !tree_has_files())
 			return 0;
 		struct inode *ino = BPF_CORE_READ(f, f_inode);
 		__u64 i = BPF_CORE_READ(ino, i_ino);
 		struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i);
 		if (!w)
 			return 0;
-		return follow(t, w->tgid, w->image_ns, CALL_FOLLOW_FILE, i);
+		return follow(t, w->tgid, w->image_ns, CALL_FOLLOW_FILE, i) != 0;
 	}
 	if ((mode & S_IFMT) == S_IFIFO)
 		fifo_outside(t, f, ret);

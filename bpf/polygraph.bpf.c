@@ -864,7 +864,6 @@ static __always_inline __u32 proc_mem_target(struct task_struct *t, long fd, con
 static __always_inline int report_call(struct proc_info *pi, __u8 kind, __u8 method, __u32 target, __u32 arg, long ret,
 				       bool adopt);
 static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struct *t, long fd);
-static __always_inline void fifo_outside(struct task_struct *t, struct file *f, long fd);
 
 /* taken_name writes the name of another process's open file, the one a
  * pidfd_getfd took (pid and fd of the call), at the start of the record's
@@ -925,11 +924,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
 		/* a file the tree writes: an outside process opening it later
 		 * becomes followed (follow.h) */
-		if ((e->imode & S_IFMT) == S_IFREG && (v.flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) &&
-		    !(pi->flags & (PI_OUTSIDE | PI_FOLLOWED))) {
-			struct file_id k = {.ino = e->ino, .dev = e->dev};
-			tree_mark(&k, t->tgid, pi->image_ns);
-		}
+
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	/* A process's first open of a guarded file keeps the security ring;
@@ -938,9 +933,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		sec = false;
 	if (submit_to(s, off, sec))
 		obj_remember(s);
-	if (fifo && (pi->flags & PI_FOLLOWED)) /* after the open's record: it reuses the buffer */
-		fifo_outside(t, fd_file(t, ret), ret);
-	else if (fifo)
+	if (fifo && !(pi->flags & PI_FOLLOWED)) /* after the open's record: it reuses the buffer */
 		fifo_tracked(pi, t, ret);
 	if (target && target != t->tgid) {
 		/* how the kernel opened it: an O_PATH open reads and writes nothing */
@@ -1585,13 +1578,17 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (ret == 0 && (changes_paths(id) || (id == NR_unlinkat && (A(2) & AT_REMOVEDIR))))
 		paths_changed();
 	struct proc_info *pi = current_proc();
-	if (!pi) {
-		/* an open of a file the tree wrote makes the opener followed: its
-		 * open is then reported below, as the tree's are */
-		pi = outside_open(id, regs, ret);
-		if (!pi)
-			return watch_open(id, regs, ret);
-	}
+	/* The opens at the tree's edge (edge.h): a file the tree opens for
+	 * writing is noted; a process outside the tree (or followed) that opens
+	 * a file the tree wrote, or a FIFO the tree holds the other end of,
+	 * becomes followed, and its open is then reported below as the tree's
+	 * are. One call of a global function, verified once on its own: its
+	 * tests of the syscall and its result, inlined here, would split the
+	 * verifier's states before the switch below (twice its cost). */
+	if (edge_open(id, ret, pi ? pi->flags : PI_OUTSIDE) && !pi)
+		pi = current_proc();
+	if (!pi)
+		return watch_open(id, regs, ret);
 	/* Every path and socket operation leaves the switch with its
 	 * arguments in v and is sent by the one report_op below: each call
 	 * of it is a copy for the verifier, and a copy per syscall cost a
