@@ -94,6 +94,24 @@ func TestEscapedTree(t *testing.T) {
 			},
 		},
 		{
+			name: "isolated: the followed daemon, outside the mount namespace, read the masked file",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "python3 ask.py")
+				py := ag.spawn(200, "t1", "/usr/bin/python3", "python3", "ask.py")
+				d := py.followed(55, "unix_stream", "/usr/bin/python3.11")
+				d.open(home+"/.aws/credentials", "read")
+			},
+			want: []string{"high escaped-tree", "high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if fs[1].Blocked || strings.Contains(fs[1].Title, "(blocked)") {
+					t.Errorf("the followed read is marked blocked: %+v", fs[1])
+				}
+			},
+		},
+		{
 			name: "a watcher's child runs the script the tree rewrote: an exec is medium",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
