@@ -922,9 +922,6 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
-		/* a file the tree writes: an outside process opening it later
-		 * becomes followed (follow.h) */
-
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	/* A process's first open of a guarded file keeps the security ring;
@@ -933,7 +930,9 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		sec = false;
 	if (submit_to(s, off, sec))
 		obj_remember(s);
-	if (fifo && !(pi->flags & PI_FOLLOWED)) /* after the open's record: it reuses the buffer */
+	/* after the open's record: it reuses the buffer (a followed process's
+	 * FIFO is an outside end: edge_open noted it) */
+	if (fifo && !(pi->flags & PI_FOLLOWED))
 		fifo_tracked(pi, t, ret);
 	if (target && target != t->tgid) {
 		/* how the kernel opened it: an O_PATH open reads and writes nothing */
