@@ -535,10 +535,11 @@ int BPF_PROG(handle_consume_skb, struct sk_buff *skb, void *location)
 	__u64 image = 0;
 	__u64 k = (__u64)sk;
 	struct tree_sock *ts = bpf_map_lookup_elem(&tree_socks, &k);
-	/* the same socket, or one its maker closed since (a message outlives
-	 * its sender's socket file: the sender may be gone when it is read) */
+	/* the same socket, or, once its file is gone (a message outlives its
+	 * sender's socket file: the sender may be gone when it is read), one
+	 * the tree sent on just now */
 	__u64 ino = ts ? sock_ino(sk) : 0;
-	if (ts && (ts->ino == ino || !ino)) {
+	if (ts && (ts->ino == ino || (!ino && ts->sent_ns && bpf_ktime_get_boot_ns() - ts->sent_ns < SENT_RECENT_NS))) {
 		sender = ts->tgid;
 		image = ts->image_ns;
 	} else {

@@ -105,15 +105,25 @@ static __always_inline struct tree_file *tree_writer(__u32 dev, __u64 ino)
 	return bpf_map_lookup_elem(&tree_files, &k);
 }
 
-/* tree_sock names the process of the tree that made a Unix socket: the
- * value of map tree_socks. ino is the socket's inode number, which tells
- * the socket from a later one at the same address. */
+/* tree_sock names the process of the tree that made or last sent on a Unix
+ * socket: the value of map tree_socks. ino is the socket's inode number,
+ * which tells the socket from a later one at the same address while it has
+ * its file; sent_ns when the tree last sent on it (boot ns), which stands in
+ * for the inode once the file is gone (a datagram outlives its sender's
+ * socket file). */
 struct tree_sock {
 	__u64 ino;
 	__u64 image_ns;
+	__u64 sent_ns;
 	__u32 tgid;
 	__u32 _pad0;
 };
+
+/* SENT_RECENT_NS: a message whose socket lost its file counts as the
+ * tree's when the tree sent on that socket this recently: a socket freed
+ * and made again at the same address by another process, orphaned in its
+ * turn, would have to do all that within it. */
+#define SENT_RECENT_NS (1000 * 1000 * 1000ULL)
 
 /* tree_socks holds the Unix sockets the tree's processes made, by the
  * struct sock's address: a message's socket buffer is charged to its
@@ -190,6 +200,25 @@ static __always_inline void tree_socket(struct proc_info *pi, long fd)
 		return;
 	__u64 k = (__u64)sk;
 	struct tree_sock v = {.ino = BPF_CORE_READ(f, f_inode, i_ino), .image_ns = pi->image_ns, .tgid = t->tgid};
+	bpf_map_update_elem(&tree_socks, &k, &v, BPF_ANY);
+}
+
+/* tree_sent notes that the tree's process (pi) sent on Unix socket sk
+ * (sock_send_length, after the send): when, and, for a socket the tree did
+ * not make (inherited, passed), that it is the tree's from now. */
+static __always_inline void tree_sent(struct proc_info *pi, struct sock *sk)
+{
+	if (pi->flags & (PI_FOLLOWED | PI_OUTSIDE))
+		return;
+	__u64 k = (__u64)sk;
+	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 ino = sock_ino(sk);
+	struct tree_sock *ts = bpf_map_lookup_elem(&tree_socks, &k);
+	if (ts && ts->ino == ino) {
+		ts->sent_ns = now;
+		return;
+	}
+	struct tree_sock v = {.ino = ino, .image_ns = pi->image_ns, .sent_ns = now, .tgid = bpf_get_current_pid_tgid() >> 32};
 	bpf_map_update_elem(&tree_socks, &k, &v, BPF_ANY);
 }
 

@@ -1810,6 +1810,11 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(handle_send_length, struct sock *sk, int ret, int flags)
 {
 	count_bytes(sk, ret, true);
+	if (ret > 0 && BPF_CORE_READ(sk, __sk_common.skc_family) == AF_UNIX) {
+		struct proc_info *pi = current_proc();
+		if (pi)
+			tree_sent(pi, sk);
+	}
 	return 0;
 }
 

@@ -161,6 +161,7 @@ func newFacts(in Input) *facts {
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}
+	s.dropAgentFollows()
 	if s.attr == nil {
 		for id := range s.agent {
 			if p := s.tree.Image(id); p != nil {
@@ -171,6 +172,30 @@ func newFacts(in Input) *facts {
 		}
 	}
 	return s
+}
+
+// dropAgentFollows leaves out of the rules what a process outside the tree
+// did when the agent itself reached it (not a tool call: its editor's
+// sockets, another running instance of it, a file it shares with one):
+// with a transcript that names tool calls, the agent's own channels are its
+// business, as its bookkeeping is. The events of the images such a follow
+// event started (and what they forked and ran) become the agent's own, with
+// no other fact. Without tool calls (an unknown agent, a script) every
+// follow counts: the agent's images are then all the tree has.
+func (s *facts) dropAgentFollows() {
+	if s.in.Transcript == nil || len(s.in.Transcript.ToolCalls) == 0 {
+		return
+	}
+	for _, e := range s.events {
+		if e.Kind != event.KindFollow || !s.agent[e.TargetExecID()] {
+			continue
+		}
+		for _, im := range s.tree.Subtree(e.ExecID) {
+			for _, j := range im.Events {
+				s.byEvent[j] = fact{path: -1, written: -1, flags: fFollowed | fOwn}
+			}
+		}
+	}
 }
 
 // traceAgent marks the agent's images without a transcript: the agent is

@@ -129,6 +129,18 @@ func TestEscapedTree(t *testing.T) {
 			},
 		},
 		{
+			name: "the agent itself reached another instance of it, which read its own credentials: the agent's business",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "make test")
+				ag.spawn(200, "t1", "/usr/bin/make", "make", "test")
+				other := ag.followed(4245, "file", "/usr/local/bin/claude")
+				other.open("/tmp/other/home/.aws/credentials", "read")
+				other.connect("127.0.0.1", 33465)
+			},
+			want: nil,
+		},
+		{
 			name: "followed system services and a peer that only reads and answers: nothing",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

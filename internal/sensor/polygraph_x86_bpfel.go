@@ -281,6 +281,7 @@ type polygraphTreeSock struct {
 	_       structs.HostLayout
 	Ino     uint64
 	ImageNs uint64
+	SentNs  uint64
 	Tgid    uint32
 	Pad0    uint32
 }
