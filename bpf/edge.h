@@ -296,7 +296,7 @@ static __always_inline void tree_open_mark(struct task_struct *t, long fd)
 	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
 		return;
 	struct file_id k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};
-	tree_mark(&k, t->tgid, pi->image_ns);
+	tree_mark(&k, BPF_CORE_READ(ino, i_generation), t->tgid, pi->image_ns);
 }
 
 /* fifo_outside notes an open of FIFO f (at fd) by a process outside the
@@ -363,7 +363,7 @@ __noinline int edge_open(long id, long ret, __u32 flags)
 			return 0;
 		struct inode *ino = BPF_CORE_READ(f, f_inode);
 		__u64 i = BPF_CORE_READ(ino, i_ino);
-		struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i);
+		struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i, BPF_CORE_READ(ino, i_generation));
 		if (!w)
 			return 0;
 		return follow(t, w->tgid, w->image_ns, CALL_FOLLOW_FILE, i) != 0;

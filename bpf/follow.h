@@ -50,7 +50,7 @@ static __always_inline bool follow_expired(struct proc_info *pi)
  * tree_files. */
 struct tree_file {
 	__u32 tgid;
-	__u32 _pad0;
+	__u32 gen; /* the inode's i_generation: an inode number used again for another file has another */
 	__u64 image_ns;
 };
 
@@ -84,9 +84,9 @@ static __always_inline bool tree_has_files(void)
 }
 
 /* tree_mark notes that the tree's process (pid, image) wrote file k. */
-static __always_inline void tree_mark(struct file_id *k, __u32 pid, __u64 image_ns)
+static __always_inline void tree_mark(struct file_id *k, __u32 gen, __u32 pid, __u64 image_ns)
 {
-	struct tree_file w = {.tgid = pid, .image_ns = image_ns};
+	struct tree_file w = {.tgid = pid, .gen = gen, .image_ns = image_ns};
 	if (bpf_map_update_elem(&tree_files, k, &w, BPF_ANY))
 		count_lost(LOST_TRACK);
 	__u32 z = 0;
@@ -96,13 +96,16 @@ static __always_inline void tree_mark(struct file_id *k, __u32 pid, __u64 image_
 }
 
 /* tree_writer returns who in the tree wrote the file with inode ino on
- * device dev, or 0. */
-static __always_inline struct tree_file *tree_writer(__u32 dev, __u64 ino)
+ * device dev, or 0. The inode number and generation must both match: a
+ * file the tree wrote and removed leaves its number free for the next
+ * file made on the device, anyone's. */
+static __always_inline struct tree_file *tree_writer(__u32 dev, __u64 ino, __u32 gen)
 {
 	if (!tree_has_files())
 		return 0;
 	struct file_id k = {.ino = ino, .dev = dev};
-	return bpf_map_lookup_elem(&tree_files, &k);
+	struct tree_file *w = bpf_map_lookup_elem(&tree_files, &k);
+	return w && w->gen == gen ? w : 0;
 }
 
 /* tree_sock names the process of the tree that made or last sent on a Unix
@@ -240,7 +243,7 @@ static __always_inline struct proc_info *exec_follow(struct task_struct *t, stru
 		return 0;
 	struct inode *ino = BPF_CORE_READ(f, f_inode);
 	__u64 i = BPF_CORE_READ(ino, i_ino);
-	struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i);
+	struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i, BPF_CORE_READ(ino, i_generation));
 	if (!w)
 		return 0;
 	return follow(t, w->tgid, w->image_ns, CALL_FOLLOW_EXEC, i);

@@ -86,6 +86,7 @@ struct inode {
 	/* in an anonymous union with __i_nlink; CO-RE finds it there */
 	unsigned int i_nlink;
 	void *i_private;
+	u32 i_generation;
 };
 
 struct dentry {

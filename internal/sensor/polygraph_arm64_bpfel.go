@@ -273,7 +273,7 @@ type polygraphSecOpenKey struct {
 type polygraphTreeFile struct {
 	_       structs.HostLayout
 	Tgid    uint32
-	Pad0    uint32
+	Gen     uint32
 	ImageNs uint64
 }
 
