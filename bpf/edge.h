@@ -262,29 +262,63 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
 		return;
 	fill_header(&((struct ev_peer *)s->b)->h, t, EV_PEER, bpf_ktime_get_boot_ns(), pi->image_ns);
 	report_peer(s, f, &k, imode, peer, task_exe(peer), side);
+	/* the outside end acts for the tree from now (follow.h): only the
+	 * tree's own processes make it followed */
+	if (pi->flags & PI_FOLLOWED)
+		return;
+	struct proc_info *ppi = bpf_map_lookup_elem(&tracked, &peer);
+	if (ppi) {
+		follow_renew(ppi); /* followed already */
+		return;
+	}
+	if (!bpf_task_from_pid || !bpf_task_release)
+		return;
+	struct task_struct *p = bpf_task_from_pid(peer);
+	if (!p)
+		return;
+	follow(p, t->tgid, pi->image_ns, CALL_FOLLOW_FIFO, 0);
+	bpf_task_release(p);
 }
 
-/* fifo_outside handles a successful open by a process outside the tree:
- * nothing more than a look at the file's type unless it is a FIFO (plain
- * loads where bpf_rdonly_cast exists, see fd_file). A FIFO's open is noted, and if the other end's last opener
- * is in the tree, reported for it (EV_PEER). */
-static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret)
+/* tree_open_mark notes the file at fd, which the tree's process just
+ * opened, when it is a regular file the kernel opened for writing (its
+ * f_mode: the flags asked for may say more than was granted). */
+static __always_inline void tree_open_mark(struct task_struct *t, long fd)
 {
-	if (ret < 0 || (id != NR_openat && id != NR_open && id != NR_openat2 && id != NR_creat))
+	__u32 tgid = t->tgid;
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (!pi)
 		return;
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct file *f = fd_file(t, ret);
-	if (!f)
+	struct file *f = fd_file(t, fd);
+	if (!f || file_acc(f) == O_RDONLY)
 		return;
-	__u16 mode = HAVE_TYPED ? TYPED(file, f)->f_inode->i_mode : BPF_CORE_READ(f, f_inode, i_mode);
-	if ((mode & S_IFMT) != S_IFIFO)
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
 		return;
+	struct file_id k = {.ino = BPF_CORE_READ(ino, i_ino), .dev = BPF_CORE_READ(ino, i_sb, s_dev)};
+	tree_mark(&k, BPF_CORE_READ(ino, i_generation), t->tgid, pi->image_ns);
+}
+
+/* fifo_outside notes an open of FIFO f (at fd) by a process outside the
+ * tree, or followed (which counts as outside here: the tree's end is still
+ * the tree's); if the other end's last opener is in the tree, it reports
+ * the pairing for it (EV_PEER) and the opener is followed (or followed for
+ * longer). */
+static __always_inline void fifo_outside(struct task_struct *t, struct file *f, long fd)
+{
 	struct file_id k = {};
+	__u16 mode;
 	fifo_ident(f, &k, &mode);
 	__u32 side;
-	struct fifo_end *o = fifo_note(&k, f, ret, 0, &side);
+	struct fifo_end *o = fifo_note(&k, f, fd, 0, &side);
 	if (!o || !o->image_ns)
 		return;
+	__u32 tgid = t->tgid;
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (pi)
+		follow_renew(pi);
+	else
+		follow(t, o->tgid, o->image_ns, CALL_FOLLOW_FIFO, 0);
 	struct scratch *s = get_scratch();
 	if (!s)
 		return;
@@ -298,6 +332,45 @@ static __always_inline void fifo_outside(long id, struct pt_regs *regs, long ret
 	h->image_ns = o->image_ns;
 	__builtin_memcpy(h->comm, o->comm, 16);
 	report_peer(s, f, &k, mode, t->tgid, BPF_CORE_READ(t, mm, exe_file), file_acc(f)); /* the outside end, as the kernel opened it */
+}
+
+/* edge_open handles a successful open at sys_exit: by a process of the
+ * tree (flags its tracked entry's), a regular file it opened for writing
+ * is noted (tree_open_mark); by a process outside the tree (flags
+ * PI_OUTSIDE) or followed, it is nothing more than a look at the file's
+ * type unless it is a FIFO or, once the tree wrote a file, a regular file
+ * (plain loads where bpf_rdonly_cast exists, see fd_file). A regular file
+ * the tree wrote makes an outside opener followed (follow.h), and edge_open
+ * returns 1: the open is then reported as the tree's are. A FIFO's open is
+ * noted, and if the other end's last opener is in the tree, reported for
+ * it (EV_PEER) and the opener followed. A global function: the verifier
+ * checks it once, apart from sys_exit. */
+__noinline int edge_open(long id, long ret, __u32 flags)
+{
+	if (ret < 0 || (id != NR_openat && id != NR_open && id != NR_openat2 && id != NR_creat))
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (!(flags & (PI_OUTSIDE | PI_FOLLOWED))) {
+		tree_open_mark(t, ret);
+		return 0;
+	}
+	struct file *f = fd_file(t, ret);
+	if (!f)
+		return 0;
+	__u16 mode = HAVE_TYPED ? TYPED(file, f)->f_inode->i_mode : BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) == S_IFREG) {
+		if (!(flags & PI_OUTSIDE) || !tree_has_files())
+			return 0;
+		struct inode *ino = BPF_CORE_READ(f, f_inode);
+		__u64 i = BPF_CORE_READ(ino, i_ino);
+		struct tree_file *w = tree_writer(BPF_CORE_READ(ino, i_sb, s_dev), i, BPF_CORE_READ(ino, i_generation));
+		if (!w)
+			return 0;
+		return follow(t, w->tgid, w->image_ns, CALL_FOLLOW_FILE, i) != 0;
+	}
+	if ((mode & S_IFMT) == S_IFIFO)
+		fifo_outside(t, f, ret);
+	return 0;
 }
 
 /* ---- reads of another process's memory ---- */
@@ -437,6 +510,65 @@ static __always_inline void report_unix_send(struct proc_info *pi, struct sock_v
 	e->addr_len = n;
 	__builtin_memcpy(&s->b[OFF(0)], k->addr, SOCKADDR_MAX);
 	submit_sec(s, n);
+}
+
+/* ---- messages on Unix sockets ---- */
+
+/* handle_consume_skb follows the process outside the tree that receives
+ * a message a process of the tree sent on a Unix socket (stream, datagram
+ * or seqpacket; follow.h). A received Unix message is freed by its
+ * receiver, in its recv, after the copy and before the call returns, so
+ * the receiver is followed before it can act on what it read. The sender
+ * is the message's socket buffer's owner (skb->sk), a socket the tree made
+ * (map tree_socks), or the process the message names (UNIXCB(skb).pid,
+ * set where either side asked for credentials, and for a stream's first
+ * messages before the accept). Every other freed socket buffer on the
+ * machine pays a look at its socket's family. A followed receiver that
+ * the tree reaches again is followed for longer. */
+SEC("tp_btf/consume_skb")
+int BPF_PROG(handle_consume_skb, struct sk_buff *skb, void *location)
+{
+	struct sock *sk = skb->sk;
+	if (!sk || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX)
+		return 0;
+	__u32 sender = 0;
+	__u64 image = 0;
+	__u64 k = (__u64)sk;
+	struct tree_sock *ts = bpf_map_lookup_elem(&tree_socks, &k);
+	/* the same socket, or, once its file is gone (a message outlives its
+	 * sender's socket file: the sender may be gone when it is read), one
+	 * the tree sent on just now */
+	__u64 ino = ts ? sock_ino(sk) : 0;
+	if (ts && (ts->ino == ino || (!ino && ts->sent_ns && bpf_ktime_get_boot_ns() - ts->sent_ns < SENT_RECENT_NS))) {
+		sender = ts->tgid;
+		image = ts->image_ns;
+	} else {
+		struct pid *sp = 0;
+		bpf_probe_read_kernel(&sp, sizeof(sp), &skb->cb);
+		if (!sp)
+			return 0;
+		sender = BPF_CORE_READ(sp, numbers[0].nr);
+	}
+	struct proc_info *spi = bpf_map_lookup_elem(&tracked, &sender);
+	if (spi) {
+		if (spi->flags & PI_FOLLOWED)
+			return 0;
+		if (!image)
+			image = spi->image_ns;
+	} else if (!image) {
+		return 0; /* neither the socket nor the sender is the tree's */
+	}
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u32 tgid = t->tgid;
+	if (tgid == sender)
+		return 0;
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (pi) {
+		follow_renew(pi);
+		return 0;
+	}
+	follow(t, sender, image, CALL_FOLLOW_UNIX, BPF_CORE_READ(sk, sk_type));
+	return 0;
 }
 
 #endif /* __POLYGRAPH_EDGE_H */

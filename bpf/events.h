@@ -194,7 +194,11 @@ struct ev_sock {
 
 /* EV_INJECT, EV_MEMREAD, EV_SIGNAL, EV_BPF: a call aimed at another process or at
  * the kernel. method is CALL_*; arg the ptrace request, the signal or the
- * bpf command. */
+ * bpf command.
+ * EV_FOLLOW has the same layout: the header is the followed process's (its
+ * image_ns the new image it is traced under), target and target_image_ns
+ * the tree's process that reached it, method the channel (CALL_FOLLOW_*),
+ * arg the socket type (CALL_FOLLOW_UNIX) or the file's inode (low 32 bits). */
 struct ev_call {
 	struct ev_header h;
 	__s64 result;
@@ -218,6 +222,10 @@ struct ev_call {
 #define CALL_PIDFD 7 /* pidfd_send_signal */
 #define CALL_BPF 8
 #define CALL_VM_READV 9 /* process_vm_readv (memread) */
+#define CALL_FOLLOW_UNIX 10 /* follow: it received a message the tree sent on a Unix socket */
+#define CALL_FOLLOW_FIFO 11 /* follow: it holds the other end of a FIFO the tree opened */
+#define CALL_FOLLOW_FILE 12 /* follow: it opened a file the tree wrote */
+#define CALL_FOLLOW_EXEC 13 /* follow: it executed a file the tree wrote */
 
 /* EV_KEY: a kernel keyring call (keyctl, add_key, request_key); then
  * type_len bytes of the key's type and desc_len of its description, each
@@ -283,11 +291,15 @@ struct sec_open_key {
 struct proc_info {
 	__u64 image_ns;
 	__u32 flags; /* PI_* */
-	__u32 _pad0;
+	__u32 until; /* PI_FOLLOWED: followed until this boot time (ns >> 30, about seconds) */
 };
 
 /* proc_info.flags */
 #define PI_PEERS (1 << 0)   /* count_bytes made an entry in peer_bytes */
 #define PI_ADOPTED (1 << 1) /* an inject from the tree brought it in */
+/* PI_FOLLOWED: a process outside the tree that the tree reached (a Unix
+ * socket's message, a FIFO, a file it wrote), traced for a while as acting
+ * for the tree (edge.h, follow). 1 << 2 is watch.h's PI_OUTSIDE. */
+#define PI_FOLLOWED (1 << 3)
 
 #endif

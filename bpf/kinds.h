@@ -30,6 +30,7 @@ enum ev_kind {
 	EV_XATTR = 22,
 	EV_KEY = 23,
 	EV_MOUNT = 26,
+	EV_FOLLOW = 24,
 };
 
 #endif /* __POLYGRAPH_KINDS_H */

@@ -251,10 +251,18 @@ static __always_inline void count_lost(__u32 slot)
 		*v += 1;
 }
 
+/* current_proc returns the current process's entry in tracked, or 0. A
+ * followed process (follow.h) whose time ran out leaves the map here, at its
+ * next event. */
 static __always_inline struct proc_info *current_proc(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	return bpf_map_lookup_elem(&tracked, &tgid);
+	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
+	if (pi && (pi->flags & PI_FOLLOWED) && (bpf_ktime_get_boot_ns() >> 30) > pi->until) {
+		bpf_map_delete_elem(&tracked, &tgid);
+		return 0;
+	}
+	return pi;
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -508,6 +516,7 @@ static __always_inline bool in_or_under(void *map, __u64 ino, __u32 dev, struct 
 
 #include "objcache.h"
 #include "watch.h"
+#include "follow.h"
 
 /* ---- process tree ---- */
 
@@ -524,6 +533,15 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct proc_info ci = {.image_ns = now};
+	if (pi->flags & PI_FOLLOWED) {
+		/* a followed process's child is followed until the same time */
+		if (follow_expired(pi)) {
+			bpf_map_delete_elem(&tracked, &ptgid);
+			return 0;
+		}
+		ci.flags = PI_FOLLOWED;
+		ci.until = pi->until;
+	}
 	if (bpf_map_update_elem(&tracked, &cpid, &ci, BPF_ANY))
 		count_lost(1);
 
@@ -599,6 +617,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct proc_info *pi = current_proc();
+	if (!pi)
+		pi = exec_follow(p, bprm->file);
 	if (!pi && !watch_exec_all())
 		return 0;
 	struct scratch *s = get_scratch();
@@ -913,7 +933,9 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		sec = false;
 	if (submit_to(s, off, sec))
 		obj_remember(s);
-	if (fifo) /* after the open's record: it reuses the buffer */
+	/* after the open's record: it reuses the buffer (a followed process's
+	 * FIFO is an outside end: edge_open noted it) */
+	if (fifo && !(pi->flags & PI_FOLLOWED))
 		fifo_tracked(pi, t, ret);
 	if (target && target != t->tgid) {
 		/* how the kernel opened it: an O_PATH open reads and writes nothing */
@@ -1458,7 +1480,7 @@ static __always_inline bool at_exit(long id)
 	case NR_mkdir: case NR_mkdirat:
 	case NR_chmod: case NR_fchmodat: case NR_fchmodat2: case NR_fchmod:
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
-	case NR_connect: case NR_bind: case NR_accept: case NR_accept4:
+	case NR_connect: case NR_bind: case NR_accept: case NR_accept4: case NR_socket:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg: case NR_recvmsg:
 	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd:
 	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
@@ -1564,10 +1586,17 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (ret == 0 && (changes_paths(id) || (id == NR_unlinkat && (A(2) & AT_REMOVEDIR))))
 		paths_changed();
 	struct proc_info *pi = current_proc();
-	if (!pi) {
-		fifo_outside(id, regs, ret);
+	/* The opens at the tree's edge (edge.h): a file the tree opens for
+	 * writing is noted; a process outside the tree (or followed) that opens
+	 * a file the tree wrote, or a FIFO the tree holds the other end of,
+	 * becomes followed, and its open is then reported below as the tree's
+	 * are. One call of a global function, verified once on its own: its
+	 * tests of the syscall and its result, inlined here, would split the
+	 * verifier's states before the switch below (twice its cost). */
+	if (edge_open(id, ret, pi ? pi->flags : PI_OUTSIDE) && !pi)
+		pi = current_proc();
+	if (!pi)
 		return watch_open(id, regs, ret);
-	}
 	/* Every path and socket operation leaves the switch with its
 	 * arguments in v and is sent by the one report_op below: each call
 	 * of it is a copy for the verifier, and a copy per syscall cost a
@@ -1659,6 +1688,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return report(EV_LINK, NO_BASE, A(0), AT_FDCWD, A(1), LINK_SYMBOLIC, 0);
 	case NR_symlinkat:
 		return report(EV_LINK, NO_BASE, A(0), A(1), A(2), LINK_SYMBOLIC, 0);
+	case NR_socket:
+		tree_socket(pi, ret);
+		return 0;
 	case NR_connect:
 		return report(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
 	case NR_bind:
@@ -1848,6 +1880,11 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(handle_send_length, struct sock *sk, int ret, int flags)
 {
 	count_bytes(sk, ret, true);
+	if (ret > 0 && BPF_CORE_READ(sk, __sk_common.skc_family) == AF_UNIX) {
+		struct proc_info *pi = current_proc();
+		if (pi)
+			tree_sent(pi, sk);
+	}
 	return 0;
 }
 

@@ -37,6 +37,7 @@
 #define NR_symlink 88
 #define NR_symlinkat 266
 #define NR_connect 42
+#define NR_socket 41
 #define NR_bind 49
 #define NR_accept 43
 #define NR_accept4 288
@@ -115,6 +116,7 @@
 #define NR_symlink -9
 #define NR_symlinkat 36
 #define NR_connect 203
+#define NR_socket 198
 #define NR_bind 200
 #define NR_accept 202
 #define NR_accept4 242

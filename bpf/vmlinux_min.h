@@ -86,6 +86,7 @@ struct inode {
 	/* in an anonymous union with __i_nlink; CO-RE finds it there */
 	unsigned int i_nlink;
 	void *i_private;
+	u32 i_generation;
 };
 
 struct dentry {
@@ -200,6 +201,15 @@ struct sock {
 	u16 sk_protocol;
 	u16 sk_type;
 	struct pid *sk_peer_pid;
+	struct socket *sk_socket;
+};
+
+/* A socket buffer: cb is the protocol's control block (for AF_UNIX,
+ * struct unix_skb_parms, whose first member is the sender's struct pid *),
+ * sk the socket that owns it (a Unix message's: the sender's). */
+struct sk_buff {
+	char cb[48];
+	struct sock *sk;
 };
 
 struct socket {

@@ -134,6 +134,7 @@ const (
 	fLate                               // attributed to a call, after the call returned
 	fUnattributed                       // attributed to nothing
 	fBlocked                            // an egress attempt the isolation refused (blocked.go)
+	fFollowed                           // an event of a process outside the tree, followed while it acted for it
 )
 
 // newFacts builds the facts of session in.
@@ -170,6 +171,7 @@ func newFacts(in Input) *facts {
 	if in.Attribution == nil && in.Meta.RootPID != 0 {
 		s.traceAgent(uint32(in.Meta.RootPID))
 	}
+	s.dropAgentFollows()
 	if s.attr == nil {
 		for id := range s.agent {
 			if p := s.tree.Image(id); p != nil {
@@ -180,6 +182,30 @@ func newFacts(in Input) *facts {
 		}
 	}
 	return s
+}
+
+// dropAgentFollows leaves out of the rules what a process outside the tree
+// did when the agent itself reached it (not a tool call: its editor's
+// sockets, another running instance of it, a file it shares with one):
+// with a transcript that names tool calls, the agent's own channels are its
+// business, as its bookkeeping is. The events of the images such a follow
+// event started (and what they forked and ran) become the agent's own, with
+// no other fact. Without tool calls (an unknown agent, a script) every
+// follow counts: the agent's images are then all the tree has.
+func (s *facts) dropAgentFollows() {
+	if s.in.Transcript == nil || len(s.in.Transcript.ToolCalls) == 0 {
+		return
+	}
+	for _, e := range s.events {
+		if e.Kind != event.KindFollow || !s.agent[e.TargetExecID()] {
+			continue
+		}
+		for _, im := range s.tree.Subtree(e.ExecID) {
+			for _, j := range im.Events {
+				s.byEvent[j] = fact{path: -1, written: -1, flags: fFollowed | fOwn}
+			}
+		}
+	}
 }
 
 // traceAgent marks the agent's images without a transcript: the agent is
@@ -269,12 +295,40 @@ func (s *facts) walk() {
 	s.dnsSent, s.connected, s.accepted = map[pidPeer]bool{}, map[pidPeer]bool{}, map[uint32]bool{}
 	s.sentTo = map[uint32]bool{}
 	var mode accessMode
+	// The images of followed processes (outside the tree, traced while
+	// they act for it: a follow event starts one), and the images they
+	// fork and execute.
+	followed := map[string]bool{}
 	for i, e := range s.events {
 		f := fact{path: -1, written: -1}
 		var call string
 		if s.attr != nil {
 			at := s.attr.at(e.Seq)
 			call, f.flags = attributedTo(at)
+		}
+		switch {
+		case e.Kind == event.KindFollow:
+			followed[e.ExecID] = true
+		case followed[e.ExecID]:
+		case e.Kind == event.KindExec && e.ParentExecID != "" && followed[e.ParentExecID]:
+			followed[e.ExecID] = true
+		}
+		if followed[e.ExecID] {
+			if e.Kind == event.KindFork && e.ChildExecID() != "" {
+				followed[e.ChildExecID()] = true
+			}
+			// What a followed process wrote and ran is its own work
+			// (a journal, a cache, its helpers): the rules judge its
+			// reads and its traffic; escaped-tree, all it did.
+			f.flags |= fFollowed
+			if e.Kind != event.KindOpen && e.Kind != event.KindConnect && e.Kind != event.KindNet &&
+				e.Kind != event.KindDNS && e.Kind != event.KindSend {
+				if lb != nil {
+					lb.Add(int32(i), e)
+				}
+				s.byEvent[i] = f
+				continue
+			}
 		}
 		if lb != nil {
 			lb.Add(int32(i), e)
@@ -289,6 +343,9 @@ func (s *facts) walk() {
 		case event.KindOpen, event.KindRename, event.KindUnlink, event.KindMkdir, event.KindChmod, event.KindLink,
 			event.KindChown, event.KindXattr:
 			s.fileFact(int32(i), e, &f, &mode)
+			if f.flags&fFollowed != 0 {
+				f.written, f.flags = -1, f.flags&^(fCreated|fRemoved)
+			}
 		case event.KindConnect:
 			if isEgress(e) {
 				f.flags |= fEgress

@@ -34,3 +34,21 @@ func firstSecretRead(needs map[string][]Finding) (seq uint64, ok bool) {
 	}
 	return seq, ok
 }
+
+// secretReadSeqs returns the seqs of the evidence of every finding of
+// medium severity or more among the findings needs (sensitive-read and
+// agent-config-read): the reads of secrets.
+func secretReadSeqs(needs map[string][]Finding) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, fs := range needs {
+		for _, f := range fs {
+			if f.Severity.Rank() < SeverityMedium.Rank() {
+				continue
+			}
+			for _, seq := range f.Evidence {
+				out[seq] = true
+			}
+		}
+	}
+	return out
+}

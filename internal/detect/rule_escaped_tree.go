@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -13,13 +14,13 @@ func init() {
 	register(&Rule{
 		ID:       "escaped-tree",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindConnect, event.KindPeer},
-		Summary:  "the tree reached a process outside it over a Unix socket or a FIFO, which can act for it unrecorded (a terminal multiplexer's server, a helper started before the session, a container daemon)",
+		Kinds:    []event.Kind{event.KindConnect, event.KindPeer, event.KindFollow, event.KindOpen, event.KindExec, event.KindSend},
+		Summary:  "the tree reached a process outside it over a Unix socket or a FIFO, which can act for it unrecorded (a terminal multiplexer's server, a helper started before the session, a container daemon), or a process outside it that the tree reached (a message, a FIFO, a file the tree wrote) acted for it while followed: it executed a program, read a secret or sent data out",
 		Severity: SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1559"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		Escalated:  Frameworks{ATTACK: []string{"T1041"}, OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
-		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers or any command it is sent (a terminal multiplexer)",
+		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers or any command it is sent (a terminal multiplexer), or, followed, it read a secret or sent data anywhere but back to the tree (medium when it only executed a program)",
 		Needs:      []string{"sensitive-read", "agent-config-read"},
 		check:      escapedTree,
 	})
@@ -78,11 +79,18 @@ func escapedTree(s *run) []Finding {
 			return &accessGroup{path: peer, who: who, call: call, sev: sev, note: joinNote("through "+channel, why)}
 		}, e.Seq)
 	}
+	acted := followedActs(s, &g)
 	var out []Finding
 	for _, k := range g.order {
 		x := g.m[k]
+		slices.Sort(x.seqs)
+		x.seqs = slices.Compact(x.seqs)
 		detail := fmt.Sprintf("%s reached %s, a process outside the traced tree, %s. The process on the other end can act for the tree "+
 			"(run commands, read files, send data) and nothing it does is recorded.", x.who, x.path, x.note)
+		if a := acted[k]; a != "" {
+			detail = fmt.Sprintf("%s reached %s, a process outside the traced tree, %s. It was followed from then on (what it does "+
+				"is recorded as the tree's, for 10 s after the tree last reached it) and acted for the tree: %s.", x.who, x.path, x.note, a)
+		}
 		escalated := x.sev == SeverityHigh
 		out = append(out, s.finding(x.sev, "Reached a process outside the tree: "+x.path, detail, x.call, capped(x.seqs, 20), escalated))
 	}
@@ -99,4 +107,95 @@ func anyName(set, names []string) bool {
 		}
 	}
 	return false
+}
+
+// followChannels names a follow event's channel (event.Call.Method).
+var followChannels = map[string]string{"unix_stream": "a Unix stream socket", "unix_dgram": "a Unix datagram socket",
+	"unix_seqpacket": "a Unix seqpacket socket", "unix": "a Unix socket", "fifo": "a FIFO",
+	"file": "a file the tree wrote", "exec": "a program the tree wrote"}
+
+// followedActs judges what the processes outside the tree that the tree
+// reached did while followed (a follow event: the process and what it
+// forked and executed from then, attributed to the call that reached it).
+// Being followed is nothing; a read of a secret (the needed findings' reads)
+// or a connection or datagram out of the tree (not DNS, not to a server of
+// the tree's, not allowed by the policy) is high, an exec medium. A
+// followed process the policy lists as a system service (unix_peers) is
+// judged on secret reads only. It adds to g under the key the channel's own
+// finding has (the outside process and the asking call) and returns, per
+// key, what the process did.
+func followedActs(s *run, g *groups) map[string]string {
+	secrets := secretReadSeqs(s.needs)
+	acted := map[string]string{}
+	for i := range s.byEvent {
+		f := s.events[i]
+		if f.Kind != event.KindFollow || s.byEvent[i].flags&fOwn != 0 {
+			continue
+		}
+		names := policy.ProgramNames(f.TargetExe(), nil)
+		service := f.TargetExe() != "" && s.pol.UnixPeer(names)
+		var seqs []uint64
+		var did []string
+		sev := SeverityInfo
+		var file string
+		for _, im := range s.tree.Subtree(f.ExecID) {
+			for _, j := range im.Events {
+				e := s.events[j]
+				if file == "" && e.Kind == event.KindOpen && im.ID == f.ExecID {
+					file = e.Path
+				}
+				var what string
+				switch {
+				case secrets[e.Seq]:
+					what, sev = "read "+e.Path, SeverityHigh
+				case service:
+				case (isEgress(e) || e.Kind == event.KindSend && (e.Family() == "ipv4" || e.Family() == "ipv6")) &&
+					offTree(s.facts, e) && !s.allowed(e, s.peerOf(e)):
+					what, sev = "sent to "+s.peerOf(e).display(e), SeverityHigh
+				case e.Kind == event.KindExec:
+					what = "executed " + e.Path
+					if sev.Rank() < SeverityMedium.Rank() {
+						sev = SeverityMedium
+					}
+				}
+				if what != "" {
+					seqs = append(seqs, e.Seq)
+					if len(did) < 6 && !slices.Contains(did, what) {
+						did = append(did, what)
+					}
+				}
+			}
+		}
+		if sev.Rank() < SeverityMedium.Rank() {
+			continue
+		}
+		peer := fmt.Sprintf("pid %d", f.PID)
+		if n := path.Base(f.TargetExe()); f.TargetExe() != "" {
+			peer = fmt.Sprintf("%s (pid %d)", n, f.PID)
+		} else if f.Comm != "" {
+			peer = fmt.Sprintf("%s (pid %d)", f.Comm, f.PID)
+		}
+		channel := followChannels[f.Method()]
+		if channel == "" {
+			channel = "a channel"
+		}
+		if file != "" && (f.Method() == "file" || f.Method() == "exec") {
+			channel += " (" + file + ")"
+		}
+		key := fmt.Sprint(f.PID) + "\x00" + s.actorKey(f)
+		call, who := s.actor(f)
+		g.add(key, func() *accessGroup {
+			return &accessGroup{path: peer, who: who, call: call, sev: sev, note: "through " + channel}
+		}, f.Seq)
+		x := g.m[key]
+		if sev.Rank() > x.sev.Rank() {
+			x.sev = sev
+		}
+		x.seqs = append(x.seqs, seqs...)
+		if acted[key] != "" {
+			acted[key] += "; "
+		}
+		acted[key] += strings.Join(did, ", ")
+	}
+	return acted
 }

@@ -1,9 +1,11 @@
 package detect
 
 import (
+	"path"
 	"strings"
 	"testing"
 
+	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
 )
 
@@ -11,6 +13,20 @@ import (
 func (p *tproc) unixConnect(sock string, peerPID uint32, peerExe string) *event.Event {
 	return p.b.emit(p, &event.Event{Kind: event.KindConnect, Result: event.Ptr(int64(0)),
 		Network: &event.Network{Family: "unix", Addr: sock, PeerPID: peerPID, PeerExe: peerExe, PeerInTree: event.Ptr(false)}})
+}
+
+// followed is the process outside the tree (pid, its program bin) that
+// p reached through method: a follow event starts its new image, whose
+// parent is p's, and its events are p's call's.
+func (p *tproc) followed(pid uint32, method, bin string) *tproc {
+	b := p.b
+	img := event.ExecID(pid, uint64(b.seq+1))
+	f := &tproc{b: b, pid: pid, img: img, parent: p.img, comm: path.Base(bin), call: p.call, reason: correlate.ReasonLineage}
+	if p.call == "" {
+		f.reason = p.reason
+	}
+	b.emit(f, &event.Event{Kind: event.KindFollow, Call: &event.Call{Method: method, TargetPID: p.pid, TargetExecID: p.img, TargetExe: bin}})
+	return f
 }
 
 // TestEscapedTree runs the escaped-tree cases.
@@ -55,6 +71,92 @@ func TestEscapedTree(t *testing.T) {
 					Network: &event.Network{PeerPID: 77, PeerExe: "/usr/bin/bash", PeerInTree: event.Ptr(false)}})
 			},
 			want: []string{"medium escaped-tree"},
+		},
+		{
+			name: "a datagram daemon, followed, reads the secret and sends it out",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "python3 ask.py /run/helper.sock")
+				py := ag.spawn(200, "t1", "/usr/bin/python3", "python3", "ask.py")
+				py.emit(&event.Event{Kind: event.KindSend, Result: event.Ptr(int64(30)),
+					Network: &event.Network{Family: "unix", Addr: "/run/helper.sock", AddrUser: true}})
+				d := py.followed(55, "unix_dgram", "/usr/bin/python3.11")
+				d.open(home+"/.aws/credentials", "read")
+				d.connect("127.0.0.1", 9999)
+			},
+			want: []string{"high escaped-tree", "high sensitive-read", "high unexpected-egress"},
+			check: func(t *testing.T, fs []Finding) {
+				f := fs[0]
+				if !strings.Contains(f.Title, "python3.11 (pid 55)") || f.ToolCallID != "t1" ||
+					!strings.Contains(f.Detail, "Unix datagram socket") || !strings.Contains(f.Detail, "127.0.0.1:9999") {
+					t.Errorf("finding %+v", f)
+				}
+			},
+		},
+		{
+			name: "isolated: the followed daemon, outside the mount namespace, read the masked file",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "python3 ask.py")
+				py := ag.spawn(200, "t1", "/usr/bin/python3", "python3", "ask.py")
+				d := py.followed(55, "unix_stream", "/usr/bin/python3.11")
+				d.open(home+"/.aws/credentials", "read")
+			},
+			want: []string{"high escaped-tree", "high sensitive-read"},
+			check: func(t *testing.T, fs []Finding) {
+				if fs[1].Blocked || strings.Contains(fs[1].Title, "(blocked)") {
+					t.Errorf("the followed read is marked blocked: %+v", fs[1])
+				}
+			},
+		},
+		{
+			name: "a watcher's child runs the script the tree rewrote: an exec is medium",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "mv build.sh.new build.sh")
+				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", "build.sh.new", "build.sh")
+				w := mv.followed(300, "file", "/usr/bin/dash")
+				w.open(proj+"/build.sh", "read")
+				w.spawn(301, "", "/usr/bin/make", "make")
+			},
+			want: []string{"medium escaped-tree"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, "a file the tree wrote ("+proj+"/build.sh)") || !strings.Contains(fs[0].Detail, "executed /usr/bin/make") {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+		{
+			name: "the agent itself reached another instance of it, which read its own credentials: the agent's business",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "make test")
+				ag.spawn(200, "t1", "/usr/bin/make", "make", "test")
+				other := ag.followed(4245, "file", "/usr/local/bin/claude")
+				other.open("/tmp/other/home/.aws/credentials", "read")
+				other.connect("127.0.0.1", 33465)
+			},
+			want: nil,
+		},
+		{
+			name: "followed system services and a peer that only reads and answers: nothing",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "getent passwd me; logger hi")
+				g := ag.spawn(200, "t1", "/usr/bin/getent", "getent", "passwd", "me")
+				n := g.followed(7, "unix_stream", "/usr/sbin/nscd")
+				n.open("/etc/passwd", "read")
+				n.dns("example.com")
+				l := ag.spawn(201, "t1", "/usr/bin/logger", "logger", "hi")
+				j := l.followed(8, "unix_dgram", "/usr/lib/systemd/systemd-journald")
+				j.open("/var/log/journal/x/system.journal", "write")
+				r := ag.spawn(202, "t1", "/usr/bin/python3", "python3", "ask.py")
+				h := r.followed(9, "unix_stream", "/usr/bin/python3")
+				h.open(proj+"/README.md", "read")
+			},
+			want: nil,
 		},
 	})
 }

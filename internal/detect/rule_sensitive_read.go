@@ -68,7 +68,9 @@ func sensitiveRead(s *run) []Finding {
 			}
 			continue
 		}
-		blocked := s.masked(e.Path)
+		// A followed process (outside the tree) is outside the isolation's
+		// mount namespace too: the mask hid nothing from its read.
+		blocked := s.masked(e.Path) && (f.flags&fFollowed == 0 || e.Failed())
 		sev := severity(r.Severity, s.rule.Severity)
 		note := ""
 		names := s.programNames(e.ExecID)

@@ -23,7 +23,7 @@ func TestNewGivesTheKindsGroups(t *testing.T) {
 		e := New(k)
 		wantP := k == KindExec || k == KindFork || k == KindExit
 		wantN := k == KindConnect || k == KindBind || k == KindAccept || k == KindDNS || k == KindNet || k == KindSend || k == KindUring || k == KindPeer
-		wantC := k == KindInject || k == KindSignal || k == KindBPF || k == KindMemRead
+		wantC := k == KindInject || k == KindSignal || k == KindBPF || k == KindMemRead || k == KindFollow
 		if (e.Process != nil) != wantP || (e.Network != nil) != wantN || (e.Call != nil) != wantC {
 			t.Errorf("New(%s): Process %v Network %v Call %v, want %v %v %v", k, e.Process != nil, e.Network != nil,
 				e.Call != nil, wantP, wantN, wantC)

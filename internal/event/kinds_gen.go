@@ -56,10 +56,12 @@ const (
 	KindKey Kind = "key"
 	// KindMount is a change of what the file tree shows, or a step toward one (MountOp): mount(2) (Path the target, Path2 a bind's or move's source, FSType, an overlay's MountData and MountLayers), umount2, and the new mount API's open_tree (Path the tree taken), move_mount (Path the target, Path2 the source or MountFD the detached tree), fsopen (FSType), fsconfig (MountData the key and, for a path-valued key, the value; MountLayers those paths) and fsmount.
 	KindMount Kind = "mount"
+	// KindFollow is a process outside the tree that the tree reached (a message on a Unix socket it received, the other end of a FIFO, a file the tree wrote that it opened or executed) is traced from now for a while as acting for the tree: the event is the followed process's (PID, a new ExecID whose parent is the asking process's image, so what it does is attributed to the call that asked), TargetPID and TargetExecID the tree's process that reached it, Method the channel (unix_stream, unix_dgram, unix_seqpacket, fifo, file, exec), TargetExe the followed process's executable.
+	KindFollow Kind = "follow"
 )
 
 // Kinds lists every kind in the order of their storage codes (for help texts and validation).
-var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindKey, KindMount}
+var Kinds = []Kind{KindExec, KindFork, KindExit, KindOpen, KindRename, KindUnlink, KindMkdir, KindChmod, KindLink, KindConnect, KindBind, KindAccept, KindDNS, KindNet, KindSend, KindHandle, KindInject, KindSignal, KindBPF, KindUring, KindMemRead, KindPeer, KindChown, KindXattr, KindKey, KindMount, KindFollow}
 
 // groups are the field groups each kind carries.
 var groups = map[Kind]Group{
@@ -88,4 +90,5 @@ var groups = map[Kind]Group{
 	KindXattr:   GroupFile | GroupAttr,
 	KindKey:     GroupKey,
 	KindMount:   GroupFile | GroupMount,
+	KindFollow:  GroupCall,
 }

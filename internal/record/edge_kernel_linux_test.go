@@ -324,3 +324,80 @@ func TestSCMRightsSecret(t *testing.T) {
 		t.Error("no high sensitive-read for the received key")
 	}
 }
+
+// TestFollowOutside: a process outside the tree that the tree reaches
+// acts for it, and what it does is recorded. A daemon on a Unix stream
+// socket and one on a datagram socket each open the file a process of
+// the tree names in its message; a watcher's child reads the file the
+// tree rewrote (written under another name and renamed into place), then
+// another file. Each is followed from the moment it received the message
+// or opened the tree's file (a follow event naming the asker), and the
+// opens that follow are recorded in an image whose parent is the asker's.
+func TestFollowOutside(t *testing.T) {
+	dir, bin := buildTricks(t)
+	secret1, secret2, after := filepath.Join(dir, "secret1"), filepath.Join(dir, "secret2"), filepath.Join(dir, "after")
+	watched := filepath.Join(dir, "build.sh")
+	for _, p := range []string{secret1, secret2, after, watched} {
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ssock, dsock := filepath.Join(dir, "s.sock"), filepath.Join(dir, "d.sock")
+	stream := outside(t, bin, "unixserve", ssock).Process.Pid
+	dgram := outside(t, bin, "dgramserve", dsock).Process.Pid
+	watcher := outside(t, bin, "watchread", watched, after).Process.Pid
+	script := fmt.Sprintf("%s unixask %s %s\n%s dgramask %s %s\nsleep 0.2\necho 'echo rebuilt' > %s.new; mv %[7]s.new %[7]s\nsleep 0.5\n",
+		bin, ssock, secret1, bin, dsock, secret2, watched)
+	_, evs := recordScript(t, dir, script, 0)
+
+	byExec := map[string]*event.Event{}
+	for _, e := range evs {
+		if e.Kind == event.KindExec {
+			byExec[e.ExecID] = e
+		}
+	}
+	for _, c := range []struct {
+		name, method, file string
+		pid                int // the followed process (the watcher's is its child)
+		askerComm          string
+	}{
+		{"stream", "unix_stream", secret1, stream, "tricks"},
+		{"datagram", "unix_dgram", secret2, dgram, "tricks"},
+		{"file", "file", after, 0, "mv"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := find(evs, func(e *event.Event) bool {
+				return e.Kind == event.KindFollow && e.Method() == c.method && (c.pid == 0 || e.PID == uint32(c.pid))
+			})
+			if f == nil {
+				t.Fatalf("no follow event by %s for pid %d", c.method, c.pid)
+			}
+			if c.pid == 0 && f.PPID != uint32(watcher) {
+				t.Errorf("followed pid %d has parent %d, want the watcher %d", f.PID, f.PPID, watcher)
+			}
+			if f.TargetExecID() == "" || f.ParentExecID != f.TargetExecID() || f.TargetPID() == 0 {
+				t.Errorf("follow = %+v %+v: want the asker as parent", f, f.Call)
+			}
+			// The asker: the tree's process that sent the message (an
+			// exec of tricks) or, for the file, wrote it (the shell's
+			// redirection, before mv).
+			if a := byExec[f.TargetExecID()]; c.method != "file" && (a == nil || a.Comm != c.askerComm) {
+				t.Errorf("asker %s is %+v, want an exec of %s", f.TargetExecID(), a, c.askerComm)
+			}
+			// The exe is read from /proc when the record is decoded: the
+			// watcher's child may be gone by then, its comm stays.
+			if f.Comm != "tricks" || f.TargetExe() != bin && (c.method != "file" || f.TargetExe() != "") {
+				t.Errorf("followed %q exe %q, want tricks %s", f.Comm, f.TargetExe(), bin)
+			}
+			o := find(evs, func(e *event.Event) bool {
+				return e.Kind == event.KindOpen && e.PID == f.PID && e.Path == c.file && e.ExecID == f.ExecID
+			})
+			if o == nil {
+				t.Fatalf("the followed process's open of %s is not recorded in its followed image %s", c.file, f.ExecID)
+			}
+			if o.ParentExecID != f.TargetExecID() {
+				t.Errorf("open's parent image %s, want the asker's %s", o.ParentExecID, f.TargetExecID())
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -156,6 +157,12 @@ func endTree(m *ebpf.Map) {
 	var key, next uint32
 	for err := m.NextKey(nil, &next); err == nil; err = m.NextKey(key, &next) {
 		key = next
+		// struct proc_info (bpf/events.h): image_ns, flags, until. A
+		// followed process is outside the tree: it is not the tree's to end.
+		var v [16]byte
+		if m.Lookup(key, &v) == nil && sensor.IsFollowed(binary.NativeEndian.Uint32(v[8:12])) {
+			continue
+		}
 		pending = append(pending, int(key))
 	}
 	// Each round reaches one generation further; a tree deeper than the

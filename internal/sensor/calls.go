@@ -10,7 +10,11 @@ import (
 
 // ev_call.method (bpf/events.h, CALL_*).
 var callMethods = [...]string{1: "ptrace", 2: "process_vm_writev", 3: "proc_mem", 4: "kill", 5: "tkill", 6: "tgkill",
-	7: "pidfd_send_signal", 8: "bpf", 9: "process_vm_readv"}
+	7: "pidfd_send_signal", 8: "bpf", 9: "process_vm_readv", 10: "unix", 11: "fifo", 12: "file", 13: "exec"}
+
+// unixTypes names a followed Unix socket's type (ev_call.arg of a follow:
+// SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET).
+var unixTypes = map[uint32]string{1: "unix_stream", 2: "unix_dgram", 5: "unix_seqpacket"}
 
 // byHandleFlag marks, in an open record's flags, an open_by_handle_at
 // (BY_HANDLE in bpf/polygraph.bpf.c): no path was named.
@@ -72,6 +76,22 @@ func (d *Decoder) decodeCall(b []byte) (*event.Event, error) {
 			c.Adopted = true
 			d.procs[r.Target] = &proc{imageNS: r.TargetImageNs, execID: c.TargetExecID, parentExecID: e.ExecID}
 		}
+	case evFollow:
+		// The followed process's new image: its parent is the image of
+		// the tree's process that reached it, so what it does from now is
+		// attributed to that process's call (as an adopted inject target's).
+		c.TargetPID = r.Target
+		c.TargetExecID = event.ExecID(r.Target, r.TargetImageNs)
+		in := true
+		c.TargetInTree = &in
+		if r.Method == 10 {
+			if n, ok := unixTypes[r.Arg]; ok {
+				c.Method = n
+			}
+		}
+		c.TargetExe = d.exe(r.H.Pid)
+		d.procs[r.H.Pid] = &proc{imageNS: r.H.ImageNs, execID: e.ExecID, parentExecID: c.TargetExecID}
+		e.ParentExecID = c.TargetExecID
 	case evSignal:
 		c.TargetPID = r.Target
 		c.Signo = int(r.Arg)

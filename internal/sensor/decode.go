@@ -227,7 +227,7 @@ func (d *Decoder) Decode(b []byte) (*event.Event, error) {
 		return d.decodeSock(b)
 	case evDNS:
 		return d.decodeDNS(b)
-	case evInject, evSignal, evBPF, evMemRead:
+	case evInject, evSignal, evBPF, evMemRead, evFollow:
 		return d.decodeCall(b)
 	case evPeer:
 		return d.decodePeer(b)

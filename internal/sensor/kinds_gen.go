@@ -31,6 +31,7 @@ const (
 	evXattr   = 22
 	evKey     = 23
 	evMount   = 26
+	evFollow  = 24
 )
 
 // recordKinds is the event kind of each record kind.
@@ -60,4 +61,5 @@ var recordKinds = map[uint8]event.Kind{
 	evXattr:   event.KindXattr,
 	evKey:     event.KindKey,
 	evMount:   event.KindMount,
+	evFollow:  event.KindFollow,
 }

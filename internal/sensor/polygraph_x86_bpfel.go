@@ -275,7 +275,7 @@ type polygraphProcInfo struct {
 	_       structs.HostLayout
 	ImageNs uint64
 	Flags   uint32
-	Pad0    uint32
+	Until   uint32
 }
 
 type polygraphScratch struct {
@@ -308,6 +308,22 @@ type polygraphSecOpenKey struct {
 	Tgid    uint32
 	Acc     uint32
 	Pad     uint32
+}
+
+type polygraphTreeFile struct {
+	_       structs.HostLayout
+	Tgid    uint32
+	Gen     uint32
+	ImageNs uint64
+}
+
+type polygraphTreeSock struct {
+	_       structs.HostLayout
+	Ino     uint64
+	ImageNs uint64
+	SentNs  uint64
+	Tgid    uint32
+	Pad0    uint32
 }
 
 type polygraphUnixDest struct {
@@ -388,12 +404,16 @@ const (
 	polygraphMapSecFiles          = "sec_files"
 	polygraphMapSecRepeats        = "sec_repeats"
 	polygraphMapTracked           = "tracked"
+	polygraphMapTreeFiles         = "tree_files"
+	polygraphMapTreeSocks         = "tree_socks"
+	polygraphMapTreeWrote         = "tree_wrote"
 	polygraphMapUnixSent          = "unix_sent"
 	polygraphMapUringPend         = "uring_pend"
 	polygraphMapUringSeen         = "uring_seen"
 	polygraphMapWatchCands        = "watch_cands"
 	polygraphMapWatchNames        = "watch_names"
 	polygraphMapWatched           = "watched"
+	polygraphProgHandleConsumeSkb = "handle_consume_skb"
 	polygraphProgHandleExec       = "handle_exec"
 	polygraphProgHandleExit       = "handle_exit"
 	polygraphProgHandleFork       = "handle_fork"
@@ -466,6 +486,7 @@ type polygraphSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type polygraphProgramSpecs struct {
+	HandleConsumeSkb *ebpf.ProgramSpec `ebpf:"handle_consume_skb"`
 	HandleExec       *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit       *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
@@ -495,6 +516,9 @@ type polygraphMapSpecs struct {
 	SecFiles   *ebpf.MapSpec `ebpf:"sec_files"`
 	SecRepeats *ebpf.MapSpec `ebpf:"sec_repeats"`
 	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
+	TreeFiles  *ebpf.MapSpec `ebpf:"tree_files"`
+	TreeSocks  *ebpf.MapSpec `ebpf:"tree_socks"`
+	TreeWrote  *ebpf.MapSpec `ebpf:"tree_wrote"`
 	UnixSent   *ebpf.MapSpec `ebpf:"unix_sent"`
 	UringPend  *ebpf.MapSpec `ebpf:"uring_pend"`
 	UringSeen  *ebpf.MapSpec `ebpf:"uring_seen"`
@@ -562,6 +586,9 @@ type polygraphMaps struct {
 	SecFiles   *ebpf.Map `ebpf:"sec_files"`
 	SecRepeats *ebpf.Map `ebpf:"sec_repeats"`
 	Tracked    *ebpf.Map `ebpf:"tracked"`
+	TreeFiles  *ebpf.Map `ebpf:"tree_files"`
+	TreeSocks  *ebpf.Map `ebpf:"tree_socks"`
+	TreeWrote  *ebpf.Map `ebpf:"tree_wrote"`
 	UnixSent   *ebpf.Map `ebpf:"unix_sent"`
 	UringPend  *ebpf.Map `ebpf:"uring_pend"`
 	UringSeen  *ebpf.Map `ebpf:"uring_seen"`
@@ -586,6 +613,9 @@ func (m *polygraphMaps) Close() error {
 		m.SecFiles,
 		m.SecRepeats,
 		m.Tracked,
+		m.TreeFiles,
+		m.TreeSocks,
+		m.TreeWrote,
 		m.UnixSent,
 		m.UringPend,
 		m.UringSeen,
@@ -624,6 +654,7 @@ type polygraphVariables struct {
 //
 // It can be passed to loadPolygraphObjects or ebpf.CollectionSpec.LoadAndAssign.
 type polygraphPrograms struct {
+	HandleConsumeSkb *ebpf.Program `ebpf:"handle_consume_skb"`
 	HandleExec       *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit       *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
@@ -637,6 +668,7 @@ type polygraphPrograms struct {
 
 func (p *polygraphPrograms) Close() error {
 	return _PolygraphClose(
+		p.HandleConsumeSkb,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,

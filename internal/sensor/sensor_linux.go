@@ -67,6 +67,7 @@ func privileged() bool {
 var optionalBTF = map[string]struct{ target, feature string }{
 	"handle_send_length": {"btf_trace_sock_send_length", "bytes per peer (kernel ≥ 6.3)"},
 	"handle_recv_length": {"btf_trace_sock_recv_length", "bytes per peer (kernel ≥ 6.3)"},
+	"handle_consume_skb": {"btf_trace_consume_skb", "following a process outside the tree that receives the tree's Unix socket messages"},
 }
 
 // New loads and attaches the sensor. Nothing is traced until Track adds a
@@ -264,17 +265,30 @@ func (s *Sensor) Prune() {
 	}
 }
 
-// Tracked returns the pids the kernel still counts as traced and alive.
+// Tracked returns the pids the kernel still counts as traced and alive,
+// but for the followed processes (outside the tree, traced while they act
+// for it: bpf/follow.h), which are not the tree's to wait for, report as
+// left running or end.
 func (s *Sensor) Tracked() []uint32 {
 	var pids []uint32
 	var k uint32
 	var v polygraphProcInfo
 	it := s.tracked.Iterate()
 	for it.Next(&k, &v) {
-		pids = append(pids, k)
+		if !IsFollowed(v.Flags) {
+			pids = append(pids, k)
+		}
 	}
 	return pids
 }
+
+// FollowedFlag is PI_FOLLOWED in a tracked entry's flags (keep in sync with
+// bpf/events.h): a process outside the tree, followed while it acts for it.
+const FollowedFlag = 1 << 3
+
+// IsFollowed reports whether a tracked entry's flags mark a followed
+// process.
+func IsFollowed(flags uint32) bool { return flags&FollowedFlag != 0 }
 
 // TrackedMapFile returns a new descriptor of the tracked-pids map, for a
 // process that must find the traced tree after polygraph is gone (the

@@ -33,4 +33,5 @@ var kindCodes = map[event.Kind]uint64{
 	event.KindXattr:   24,
 	event.KindKey:     25,
 	event.KindMount:   28,
+	event.KindFollow:  26,
 }

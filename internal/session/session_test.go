@@ -157,6 +157,11 @@ func kernelTruthSamples() []*event.Event {
 			e.Path, e.Result = "/w/mnt", event.Ptr(int64(0))
 			e.Mount.MountOp, e.Mount.MountFD = "move_mount", event.Ptr(int32(0))
 		}),
+		with(common(30, event.KindFollow, 4545, "python3"), func(e *event.Event) {
+			e.ParentExecID = "102-1"
+			e.Call.TargetPID, e.Call.TargetExecID, e.Call.Method, e.Call.TargetExe = 102, "102-1", "unix_dgram", "/usr/bin/python3.11"
+			e.Call.TargetInTree = event.Ptr(true)
+		}),
 	}
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -607,6 +608,115 @@ static int do_envforge(char **argv, char **envp)
 	return 0;
 }
 
+/* slurp opens path and reads it through. */
+static void slurp(const char *path)
+{
+	char b[256];
+	int f = open(path, O_RDONLY);
+	if (f < 0)
+		return;
+	while (read(f, b, sizeof(b)) > 0)
+		;
+	close(f);
+}
+
+/* unixserve PATH: a daemon on a Unix stream socket: for each connection,
+ * read a path, open and read that file, answer "ok". */
+static int do_unixserve(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = unix_addr(argv[2]);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		perror("listen");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		char req[256] = {};
+		int c = accept(fd, 0, 0);
+		if (c < 0)
+			continue;
+		if (read(c, req, sizeof(req) - 1) > 0) {
+			slurp(req);
+			if (write(c, "ok", 2) < 0)
+				perror("write");
+		}
+		close(c);
+	}
+}
+
+/* dgramserve PATH: a daemon on a Unix datagram socket bound at PATH: each
+ * datagram names a file it opens and reads. */
+static int do_dgramserve(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_un sa = unix_addr(argv[2]);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("bind");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		char req[256] = {};
+		if (recv(fd, req, sizeof(req) - 1, 0) > 0)
+			slurp(req);
+	}
+}
+
+/* unixask PATH REQ: connect to the stream socket at PATH, send REQ and
+ * wait for the answer. */
+static int do_unixask(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = unix_addr(argv[2]);
+	char b[16];
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, argv[3], strlen(argv[3])) < 0 ||
+	    read(fd, b, sizeof(b)) < 0) {
+		perror("unixask");
+		return 1;
+	}
+	return 0;
+}
+
+/* dgramask PATH REQ: send REQ in one datagram to the socket bound at PATH. */
+static int do_dgramask(char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_un sa = unix_addr(argv[2]);
+	if (sendto(fd, argv[3], strlen(argv[3]), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("sendto");
+		return 1;
+	}
+	return 0;
+}
+
+/* watchread FILE THEN: a watcher: poll FILE's identity every 20 ms; when it
+ * changes, fork a child that reads FILE and then THEN (the child, like a
+ * watcher's build, acts after the tree's file). */
+static int do_watchread(char **argv)
+{
+	struct stat st0 = {}, st;
+	stat(argv[2], &st0);
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		usleep(20000);
+		if (stat(argv[2], &st) < 0 || (st.st_ino == st0.st_ino && st.st_mtim.tv_nsec == st0.st_mtim.tv_nsec &&
+					      st.st_mtim.tv_sec == st0.st_mtim.tv_sec))
+			continue;
+		st0 = st;
+		pid_t p = fork();
+		if (p == 0) {
+			slurp(argv[2]);
+			slurp(argv[3]);
+			_exit(0);
+		}
+		waitpid(p, 0, 0);
+	}
+}
+
 int main(int argc, char **argv, char **envp)
 {
 	if (argc < 2)
@@ -626,6 +736,16 @@ int main(int argc, char **argv, char **envp)
 		return do_handle(argv);
 	if (!strcmp(m, "unixlisten") && argc == 3)
 		return do_unixlisten(argv);
+	if (!strcmp(m, "unixserve") && argc == 3)
+		return do_unixserve(argv);
+	if (!strcmp(m, "dgramserve") && argc == 3)
+		return do_dgramserve(argv);
+	if (!strcmp(m, "unixask") && argc == 4)
+		return do_unixask(argv);
+	if (!strcmp(m, "dgramask") && argc == 4)
+		return do_dgramask(argv);
+	if (!strcmp(m, "watchread") && argc == 4)
+		return do_watchread(argv);
 	if (!strcmp(m, "unixconnect") && argc == 3)
 		return do_unixconnect(argv);
 	if (!strcmp(m, "victim") && argc == 4)
