@@ -21,8 +21,8 @@ func perTarget(s *run, kind event.Kind, judge func(e *event.Event, outside bool)
 	}
 	first := map[key]int{}
 	var out []Finding
-	for _, e := range s.events {
-		if e.Kind != kind || e.Call == nil {
+	for i, e := range s.events {
+		if e.Kind != kind || e.Call == nil || s.followedAt(i) {
 			continue
 		}
 		k := key{e.ExecID, e.Method(), e.TargetPID()}

@@ -208,6 +208,26 @@ func (s *facts) dropAgentFollows() {
 	}
 }
 
+// weakFollow reports whether follow event e followed its process because
+// it opened or ran a file the tree wrote. That is no request: an editor,
+// a language server, an indexer or a backup open what the agent wrote as
+// a matter of course, and do their own work and traffic after. Of such a
+// process only the reads are judged (a secret read is the tree's code at
+// work: a watcher re-running the script the tree rewrote, a dev server
+// reloading its module); a message or a FIFO is a request, and all the
+// process did then is.
+func weakFollow(e *event.Event) bool {
+	return e.Method() == "file" || e.Method() == "exec"
+}
+
+// followedAt reports whether events[i] is a followed process's (an
+// outside process acting for the tree): the rules judge its reads and its
+// traffic, escaped-tree all it did, and no other rule what else it did
+// (its bpf(2) calls, signals, injections, mounts, mode changes), which
+// are its own work: a concurrent polygraph reading a file the tree wrote
+// loads its programs.
+func (s *facts) followedAt(i int) bool { return s.byEvent[i].flags&fFollowed != 0 }
+
 // traceAgent marks the agent's images without a transcript: the agent is
 // taken to be the command run started (the images of the root pid) and
 // the agent programs it starts directly (node codex.js → codex), with
@@ -299,6 +319,10 @@ func (s *facts) walk() {
 	// they act for it: a follow event starts one), and the images they
 	// fork and execute.
 	followed := map[string]bool{}
+	// The images followed because they opened or ran a file the tree
+	// wrote (weakFollow), with what they fork and execute: only their
+	// reads are judged.
+	weak := map[string]bool{}
 	for i, e := range s.events {
 		f := fact{path: -1, written: -1}
 		var call string
@@ -309,20 +333,21 @@ func (s *facts) walk() {
 		switch {
 		case e.Kind == event.KindFollow:
 			followed[e.ExecID] = true
+			weak[e.ExecID] = weakFollow(e)
 		case followed[e.ExecID]:
 		case e.Kind == event.KindExec && e.ParentExecID != "" && followed[e.ParentExecID]:
-			followed[e.ExecID] = true
+			followed[e.ExecID], weak[e.ExecID] = true, weak[e.ParentExecID]
 		}
 		if followed[e.ExecID] {
 			if e.Kind == event.KindFork && e.ChildExecID() != "" {
-				followed[e.ChildExecID()] = true
+				followed[e.ChildExecID()], weak[e.ChildExecID()] = true, weak[e.ExecID]
 			}
 			// What a followed process wrote and ran is its own work
 			// (a journal, a cache, its helpers): the rules judge its
 			// reads and its traffic; escaped-tree, all it did.
 			f.flags |= fFollowed
-			if e.Kind != event.KindOpen && e.Kind != event.KindConnect && e.Kind != event.KindNet &&
-				e.Kind != event.KindDNS && e.Kind != event.KindSend {
+			if e.Kind != event.KindOpen && (weak[e.ExecID] || e.Kind != event.KindConnect && e.Kind != event.KindNet &&
+				e.Kind != event.KindDNS && e.Kind != event.KindSend) {
 				if lb != nil {
 					lb.Add(int32(i), e)
 				}

@@ -62,6 +62,9 @@ func (s *facts) learnMounts() {
 	}
 	var ctx, detached map[fdKey][]string // a filesystem context's layers; a detached tree's sources
 	for i, e := range s.events {
+		if s.followedAt(i) {
+			continue // a followed process's mounts are its own (a container runtime's)
+		}
 		switch e.Kind {
 		case event.KindMount:
 			if ctx == nil {

@@ -29,8 +29,8 @@ func bpfCall(s *run) []Finding {
 	type key struct{ img, cmd string }
 	first := map[key]int{}
 	var out []Finding
-	for _, e := range s.events {
-		if e.Kind != event.KindBPF || e.Call == nil {
+	for i, e := range s.events {
+		if e.Kind != event.KindBPF || e.Call == nil || s.followedAt(i) {
 			continue
 		}
 		k := key{e.ExecID, e.BPFCmd()}

@@ -20,7 +20,7 @@ func init() {
 		Frameworks: Frameworks{ATTACK: []string{"T1559"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
 		Escalated:  Frameworks{ATTACK: []string{"T1041"}, OWASPLLM: []string{"LLM02"}, SAIF: []string{saifSensitive}},
-		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers or any command it is sent (a terminal multiplexer), or, followed, it read a secret or sent data anywhere but back to the tree (medium when it only executed a program)",
+		Escalation: "a credential was read earlier in the session, or the process on the other end runs containers or any command it is sent (a terminal multiplexer), or, followed, it read a secret or, reached by a message or a FIFO, sent data anywhere but back to the tree (medium when it only executed a program)",
 		Needs:      []string{"sensitive-read", "agent-config-read"},
 		check:      escapedTree,
 	})
@@ -121,7 +121,8 @@ var followChannels = map[string]string{"unix_stream": "a Unix stream socket", "u
 // or a connection or datagram out of the tree (not DNS, not to a server of
 // the tree's, not allowed by the policy) is high, an exec medium. A
 // followed process the policy lists as a system service (unix_peers) is
-// judged on secret reads only. It adds to g under the key the channel's own
+// judged on secret reads only, and so is one followed for opening or
+// running a file the tree wrote (weakFollow). It adds to g under the key the channel's own
 // finding has (the outside process and the asking call) and returns, per
 // key, what the process did.
 func followedActs(s *run, g *groups) map[string]string {
@@ -133,7 +134,7 @@ func followedActs(s *run, g *groups) map[string]string {
 			continue
 		}
 		names := policy.ProgramNames(f.TargetExe(), nil)
-		service := f.TargetExe() != "" && s.pol.UnixPeer(names)
+		service := f.TargetExe() != "" && s.pol.UnixPeer(names) || weakFollow(f) // judged on secret reads only
 		var seqs []uint64
 		var did []string
 		sev := SeverityInfo

@@ -112,7 +112,7 @@ func TestEscapedTree(t *testing.T) {
 			},
 		},
 		{
-			name: "a watcher's child runs the script the tree rewrote: an exec is medium",
+			name: "a process that opened a file the tree wrote runs a program and connects out: its own work (an editor, a language server)",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
 				b.shell("t1", "mv build.sh.new build.sh")
@@ -120,10 +120,24 @@ func TestEscapedTree(t *testing.T) {
 				w := mv.followed(300, "file", "/usr/bin/dash")
 				w.open(proj+"/build.sh", "read")
 				w.spawn(301, "", "/usr/bin/make", "make")
+				w.connect("203.0.113.7", 443)
 			},
-			want: []string{"medium escaped-tree"},
+			want: nil,
+		},
+		{
+			name: "a watcher re-runs the script the tree rewrote, which reads the credentials: high",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "mv build.sh.new build.sh")
+				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", "build.sh.new", "build.sh")
+				w := mv.followed(300, "file", "/usr/bin/dash")
+				w.open(proj+"/build.sh", "read")
+				c := w.spawn(301, "", "/usr/bin/cat", "cat", home+"/.aws/credentials")
+				c.open(home+"/.aws/credentials", "read")
+			},
+			want: []string{"high escaped-tree", "high sensitive-read"},
 			check: func(t *testing.T, fs []Finding) {
-				if !strings.Contains(fs[0].Detail, "a file the tree wrote ("+proj+"/build.sh)") || !strings.Contains(fs[0].Detail, "executed /usr/bin/make") {
+				if !strings.Contains(fs[0].Detail, "a file the tree wrote ("+proj+"/build.sh)") || !strings.Contains(fs[0].Detail, "credentials") {
 					t.Errorf("finding %+v", fs[0])
 				}
 			},
@@ -159,4 +173,28 @@ func TestEscapedTree(t *testing.T) {
 			want: nil,
 		},
 	})
+}
+
+// TestFollowedOwnWork: what a followed process does that is neither a
+// read nor traffic is its own work: another polygraph that opened a file
+// the tree wrote and loads its programs, signals, mounts, is judged by
+// no rule (and being followed alone raises nothing).
+func TestFollowedOwnWork(t *testing.T) {
+	runCases(t, []ruleCase{{
+		name: "a concurrent polygraph, followed, loads its programs",
+		build: func(b *builder) {
+			ag := b.agent(100, "/usr/local/bin/claude")
+			b.shell("t1", "npm test")
+			sh := ag.spawn(200, "t1", "/usr/bin/sh", "sh", "-c", "npm test")
+			sh.open(proj+"/out.log", "write,create")
+			pg := sh.followed(900, "file", "/usr/bin/polygraph")
+			pg.open(proj+"/out.log", "read")
+			for _, cmd := range []string{"BPF_PROG_LOAD", "BPF_RAW_TRACEPOINT_OPEN", "BPF_MAP_CREATE"} {
+				pg.emit(&event.Event{Kind: event.KindBPF, Result: event.Ptr(int64(3)), Call: &event.Call{Method: "bpf", BPFCmd: cmd}})
+			}
+			pg.emit(&event.Event{Kind: event.KindMount, Path: "/sys/fs/bpf", Result: event.Ptr(int64(0)),
+				Mount: &event.Mount{MountOp: "mount", FSType: "bpf"}})
+		},
+		want: []string{"low claim-edit-mismatch"}, // the tree's own unmentioned out.log; nothing of the follower's
+	}})
 }

@@ -75,7 +75,7 @@ func setidBits(s *run, byInstall func(*event.Event) (Severity, string)) []Findin
 	var bits groups
 	for i := range s.byEvent {
 		e := s.events[i]
-		if e.Mode == nil || *e.Mode&(modeSetuid|modeSetgid) == 0 || !succeeded(e) ||
+		if s.followedAt(i) || e.Mode == nil || *e.Mode&(modeSetuid|modeSetgid) == 0 || !succeeded(e) ||
 			!(e.Kind == event.KindChmod || e.Kind == event.KindOpen && s.byEvent[i].flags&fCreated != 0) {
 			continue
 		}

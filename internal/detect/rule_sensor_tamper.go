@@ -25,8 +25,8 @@ func init() {
 // passing Ctrl-C on to its group does that, hence medium).
 func sensorTamper(s *run) []Finding {
 	var out []Finding
-	for _, e := range s.events {
-		if e.Kind != event.KindSignal || e.Call == nil {
+	for i, e := range s.events {
+		if e.Kind != event.KindSignal || e.Call == nil || s.followedAt(i) {
 			continue
 		}
 		call, who := s.actor(e)
