@@ -210,12 +210,13 @@ func (s *facts) dropAgentFollows() {
 
 // weakFollow reports whether follow event e followed its process because
 // it opened or ran a file the tree wrote. That is no request: an editor,
-// a language server, an indexer or a backup open what the agent wrote as
-// a matter of course, and do their own work and traffic after. Of such a
-// process only the reads are judged (a secret read is the tree's code at
-// work: a watcher re-running the script the tree rewrote, a dev server
-// reloading its module); a message or a FIFO is a request, and all the
-// process did then is.
+// a language server, an indexer, a backup, another polygraph, sudo in a
+// concurrent session open what the agent wrote as a matter of course, and
+// do their own reads, work and traffic after (an honest run's sudo read
+// /etc/shadow that way). Such a process is recorded (its events are in the
+// session, in the timeline of the call whose file it opened) and judged by
+// no rule; a message or a FIFO is a request, and all the process did then
+// is judged.
 func weakFollow(e *event.Event) bool {
 	return e.Method() == "file" || e.Method() == "exec"
 }
@@ -346,8 +347,11 @@ func (s *facts) walk() {
 			// (a journal, a cache, its helpers): the rules judge its
 			// reads and its traffic; escaped-tree, all it did.
 			f.flags |= fFollowed
-			if e.Kind != event.KindOpen && (weak[e.ExecID] || e.Kind != event.KindConnect && e.Kind != event.KindNet &&
-				e.Kind != event.KindDNS && e.Kind != event.KindSend) {
+			if weak[e.ExecID] {
+				f.flags |= fOwn // recorded, judged by no rule (weakFollow)
+			}
+			if weak[e.ExecID] || e.Kind != event.KindOpen && e.Kind != event.KindConnect && e.Kind != event.KindNet &&
+				e.Kind != event.KindDNS && e.Kind != event.KindSend {
 				if lb != nil {
 					lb.Add(int32(i), e)
 				}

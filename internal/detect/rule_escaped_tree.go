@@ -121,8 +121,8 @@ var followChannels = map[string]string{"unix_stream": "a Unix stream socket", "u
 // or a connection or datagram out of the tree (not DNS, not to a server of
 // the tree's, not allowed by the policy) is high, an exec medium. A
 // followed process the policy lists as a system service (unix_peers) is
-// judged on secret reads only, and so is one followed for opening or
-// running a file the tree wrote (weakFollow). It adds to g under the key the channel's own
+// judged on secret reads only; one followed for opening or running a file
+// the tree wrote (weakFollow) is not judged. It adds to g under the key the channel's own
 // finding has (the outside process and the asking call) and returns, per
 // key, what the process did.
 func followedActs(s *run, g *groups) map[string]string {
@@ -130,11 +130,11 @@ func followedActs(s *run, g *groups) map[string]string {
 	acted := map[string]string{}
 	for i := range s.byEvent {
 		f := s.events[i]
-		if f.Kind != event.KindFollow || s.byEvent[i].flags&fOwn != 0 {
+		if f.Kind != event.KindFollow || s.byEvent[i].flags&fOwn != 0 || weakFollow(f) {
 			continue
 		}
 		names := policy.ProgramNames(f.TargetExe(), nil)
-		service := f.TargetExe() != "" && s.pol.UnixPeer(names) || weakFollow(f) // judged on secret reads only
+		service := f.TargetExe() != "" && s.pol.UnixPeer(names)
 		var seqs []uint64
 		var did []string
 		sev := SeverityInfo

@@ -125,22 +125,16 @@ func TestEscapedTree(t *testing.T) {
 			want: nil,
 		},
 		{
-			name: "a watcher re-runs the script the tree rewrote, which reads the credentials: high",
+			name: "a process that opened a file the tree wrote reads a secret: recorded, not judged (sudo in a concurrent session)",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
 				b.shell("t1", "mv build.sh.new build.sh")
 				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", "build.sh.new", "build.sh")
-				w := mv.followed(300, "file", "/usr/bin/dash")
+				w := mv.followed(300, "file", "/usr/bin/sudo")
 				w.open(proj+"/build.sh", "read")
-				c := w.spawn(301, "", "/usr/bin/cat", "cat", home+"/.aws/credentials")
-				c.open(home+"/.aws/credentials", "read")
+				w.open("/etc/shadow", "read")
 			},
-			want: []string{"high escaped-tree", "high sensitive-read"},
-			check: func(t *testing.T, fs []Finding) {
-				if !strings.Contains(fs[0].Detail, "a file the tree wrote ("+proj+"/build.sh)") || !strings.Contains(fs[0].Detail, "credentials") {
-					t.Errorf("finding %+v", fs[0])
-				}
-			},
+			want: nil,
 		},
 		{
 			name: "the agent itself reached another instance of it, which read its own credentials: the agent's business",
