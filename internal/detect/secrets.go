@@ -3,7 +3,6 @@ package detect
 import (
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/event"
@@ -137,17 +136,10 @@ func (s *facts) secretMatch(l *pathList, i int, id int32) (r policy.PathRule, al
 
 // otherEnviron reports whether e opened another process's environment
 // (/proc/PID/environ, /proc/PID/task/TID/environ of a PID not e's own),
-// and which process's.
+// and which process's: otherProcFile's environ case.
 func otherEnviron(e *event.Event) (pid int, ok bool) {
-	rest, found := strings.CutPrefix(e.Path, "/proc/")
-	if !found || !strings.HasSuffix(rest, "/environ") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, '/')])
-	if err != nil || n <= 0 || uint32(n) == e.PID {
-		return 0, false
-	}
-	return n, true
+	pid, _, ok = otherProcFile(e)
+	return pid, ok && strings.HasSuffix(e.Path, "/environ")
 }
 
 // A credential's own client is trusted with it when it uses it with its
