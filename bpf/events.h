@@ -33,6 +33,7 @@
 #define EVF_TRUNC_USTR (1 << 2)  /* a user path filled USTR_MAX */
 #define EVF_PEERS (1 << 3)       /* EV_EXIT: the process has byte counters in peer_bytes */
 #define EVF_DELETED (1 << 4)     /* EV_EXEC: the image file has no links left */
+#define EVF_COUNTED (1 << 4)     /* EV_OPEN: the image's repeats of this open are counted, not recorded (reopen.h) */
 #define EVF_OBJECT (1 << 5)      /* EV_OPEN: ino..obj_len describe the opened file */
 #define EVF_TRUNC_OBJ (1 << 6)   /* EV_OPEN: the object's walked path hit WALK_MAX/WALK_DEPTH */
 
@@ -274,10 +275,21 @@ struct peer_val {
 	__u64 last_ns;
 };
 
-/* Key of map sec_repeats: one process image's opens of one guarded file
- * with one access mode (O_RDONLY, O_WRONLY, O_RDWR); dev in the kernel's
- * encoding, as ev_path carries it. Keep in sync with the Go type bpf2go
- * emits (polygraphSecOpenKey, read in internal/sensor/secring_linux.go). */
+/* reopen_val counts, per process image and file (struct sec_open_key),
+ * the read-only opens after the recorded one that were not recorded
+ * (reopen.h). Keep in sync with polygraphReopenVal (internal/sensor/reopen_linux.go). */
+struct reopen_val {
+	__u64 count;   /* opens counted, not recorded */
+	__u64 last_ns; /* boot clock of the last counted */
+	__u64 ctime;   /* the file's change time at the last recorded open */
+	__u64 wgen;    /* reopen_gen at the last recorded open */
+};
+
+/* Key of maps sec_repeats and reopen: one process image's opens of one
+ * file with one access mode (O_RDONLY, O_WRONLY, O_RDWR; for reopen 0, or
+ * REOPEN_ACC_PATH for O_PATH); dev in the kernel's encoding, as ev_path
+ * carries it. Keep in sync with the Go type bpf2go emits
+ * (polygraphSecOpenKey, read in internal/sensor/secring_linux.go). */
 struct sec_open_key {
 	__u64 ino;
 	__u64 image_ns;
@@ -301,5 +313,9 @@ struct proc_info {
  * socket's message, a FIFO, a file it wrote), traced for a while as acting
  * for the tree (edge.h, follow). 1 << 2 is watch.h's PI_OUTSIDE. */
 #define PI_FOLLOWED (1 << 3)
+/* PI_NET: the image connected a socket. An agent's own process talks to
+ * its model, and its in-process reads are matched to tool calls by time:
+ * none of its opens is counted instead of recorded (reopen.h). */
+#define PI_NET (1 << 4)
 
 #endif

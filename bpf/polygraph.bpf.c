@@ -631,8 +631,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		return 0;
 
 	__u64 now = bpf_ktime_get_boot_ns();
-	if (pi)
+	if (pi) {
 		pi->image_ns = now;
+		pi->flags &= ~PI_NET; /* the new image has connected nothing yet */
+	}
 	/* A script: bprm->interp was replaced by the interpreter's name, and
 	 * bprm->file is the interpreter. Keep the script's own name. */
 	const char *fname = bprm->filename;
@@ -879,13 +881,24 @@ static __always_inline __u32 taken_name(struct scratch *s, __u32 pid, __u32 fd)
 	return n > 0 ? n : 0;
 }
 
+#include "reopen.h"
+
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
+	struct task_struct *t = bpf_get_current_task_btf();
+	/* A repeated read-only open is counted, not recorded (reopen.h). */
+	struct sec_open_key rk;
+	struct reopen_val rv;
+	int counting = 0;
+	if (v.kind == EV_OPEN && ret >= 0 && reopen_counts(pi->flags, v.flags)) {
+		counting = reopen_look(pi, t, v.flags, ret, &rk, &rv);
+		if (counting == 1)
+			return 0;
+	}
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
 
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
 	fill_header(&e->h, t, v.kind, bpf_ktime_get_boot_ns(), pi->image_ns);
@@ -925,14 +938,21 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
+		if ((e->imode & S_IFMT) == S_IFREG && ((v.flags & 3) != O_RDONLY || (v.flags & (O_TRUNC | O_CREAT))))
+			reopen_written();
+		if (counting == 2 && !sec)
+			flags |= EVF_COUNTED;
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	/* A process's first open of a guarded file keeps the security ring;
 	 * its repeats go with the ordinary records (sec_repeats). */
 	if (sec && sec_repeat(pi, t->tgid, e, v.flags))
 		sec = false;
-	if (submit_to(s, off, sec))
+	if (submit_to(s, off, sec)) {
 		obj_remember(s);
+		if (flags & EVF_COUNTED)
+			reopen_note(&rk, &rv);
+	}
 	/* after the open's record: it reuses the buffer (a followed process's
 	 * FIFO is an outside end: edge_open noted it) */
 	if (fifo && !(pi->flags & PI_FOLLOWED))
@@ -1692,6 +1712,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		tree_socket(pi, ret);
 		return 0;
 	case NR_connect:
+		pi->flags |= PI_NET; /* none of its opens is counted from now on (reopen.h) */
 		return report(EV_CONNECT, A(0), A(1), 0, 0, A(2), 0);
 	case NR_bind:
 		return report(EV_BIND, A(0), A(1), 0, 0, A(2), 0);

@@ -87,6 +87,23 @@ struct inode {
 	unsigned int i_nlink;
 	void *i_private;
 	u32 i_generation;
+	/* the change time, 6.11 on (reopen.h; inode___v66 and inode___v5 before) */
+	s64 i_ctime_sec;
+	u32 i_ctime_nsec;
+};
+
+struct timespec64 {
+	s64 tv_sec;
+	long tv_nsec;
+};
+
+/* struct inode's change time as 6.6 to 6.10 and as kernels before 6.6 keep it */
+struct inode___v66 {
+	struct timespec64 __i_ctime;
+};
+
+struct inode___v5 {
+	struct timespec64 i_ctime;
 };
 
 struct dentry {

@@ -229,6 +229,11 @@ func eventDetails(ev *event.Event) string {
 		if ev.Access != "" {
 			add(ev.Access)
 		}
+		if ev.Object != nil && ev.Object.Repeats > 0 {
+			// the sum of the image's repeats of an open recorded earlier
+			add(fmt.Sprintf("again ×%d (counted, the last now)", ev.Object.Repeats))
+			break
+		}
 		add(resultText(ev, true))
 	case event.KindRename, event.KindLink:
 		add(path(ev.Path, ev.PathTruncated), "->", quoteWord(ev.Path2), resultText(ev, false))

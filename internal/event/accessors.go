@@ -188,6 +188,15 @@ func (e *Event) Ino() uint64 {
 	return e.Object.Ino
 }
 
+// Repeats is Object.Repeats, or its zero value when e has no Object.
+func (e *Event) Repeats() uint64 {
+	if e.Object == nil {
+		var zero uint64
+		return zero
+	}
+	return e.Object.Repeats
+}
+
 // FileType is Object.FileType, or its zero value when e has no Object.
 func (e *Event) FileType() string {
 	if e.Object == nil {

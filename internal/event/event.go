@@ -178,6 +178,12 @@ type Object struct {
 	// (a file received over a Unix socket; no path named), else
 	// "differs" (a symlinked directory, a bind mount, a rename since...).
 	PathDiffers string `json:"path_differs,omitempty"`
+	// Repeats, when not 0, makes the event the sum of an image's later
+	// read-only opens of this same file (same identity, not changed in
+	// between), which the sensor counted instead of recording one by one
+	// (bpf/reopen.h): Repeats of them, the last at TS. The first is an
+	// event of its own, earlier, with no Repeats.
+	Repeats uint64 `json:"repeats,omitempty"`
 }
 
 // Network holds the fields of connect, bind, accept, dns, net and send events

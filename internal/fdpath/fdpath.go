@@ -160,7 +160,8 @@ func (r *Resolver) Event(e *event.Event) {
 		if Through(e.Path2) && !(e.Kind == event.KindLink && e.Flags != nil && *e.Flags&symlinkFlag != 0) {
 			e.Path2 = Rooted(e.PID, r.Path(e.PID, e.Path2))
 		}
-		if e.Kind == event.KindOpen && e.Result != nil && *e.Result >= 0 {
+		// (a sum of counted repeats carries the first open's fd, long closed)
+		if e.Kind == event.KindOpen && e.Result != nil && *e.Result >= 0 && (e.Object == nil || e.Object.Repeats == 0) {
 			r.Opened(e.PID, *e.Result, e.Path)
 		}
 	case e.Kind == event.KindExit:

@@ -223,12 +223,13 @@ static void *flipper(void *arg) {
 
 int main(int argc, char **argv) {
 	int n = atoi(argv[2]);
+	int how = argc > 3 ? O_RDWR : O_RDONLY; /* "rw": opens for writing are never counted (bpf/reopen.h) */
 	pthread_t th;
 	strcpy(buf, argv[1]);
 	flip = strstr(buf, "/a/") + 1;
 	pthread_create(&th, 0, flipper, 0);
 	for (int i = 0; i < n; i++) {
-		int fd = open(buf, O_RDONLY);
+		int fd = open(buf, how);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			printf("0\n");
@@ -246,7 +247,10 @@ int main(int argc, char **argv) {
 // TestOpenPathRace: a second thread rewrites the path buffer while the
 // first opens it, so the string at sys_exit may name the other file
 // (forged evidence, when the sensor took the path from there). Every
-// recorded open must name the file its fd refers to.
+// recorded open must name the file its fd refers to. Opened for reading
+// and writing, every open is recorded; opened for reading, the repeats
+// of each file are counted (bpf/reopen.h), and the counts must be the
+// program's.
 func TestOpenPathRace(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
@@ -275,24 +279,53 @@ func TestOpenPathRace(t *testing.T) {
 		paths[statID(t, p).ino] = p
 	}
 	const tries = 2000
-	out := filepath.Join(dir, "inodes.txt")
-	_, evs := recordScript(t, dir, fmt.Sprintf("%s %s %d > %s", bin, filepath.Join(dir, "a", "credentials"), tries, out), 0)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	run := func(how string) (got []uint64, opens []*event.Event) {
+		out := filepath.Join(dir, "inodes-"+how+".txt")
+		_, evs := recordScript(t, dir, fmt.Sprintf("%s %s %d %s > %s", bin, filepath.Join(dir, "a", "credentials"), tries, how, out), 0)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the inode of each successful open, as the program saw it
+		for _, l := range strings.Fields(string(b)) {
+			if ino, _ := strconv.ParseUint(l, 10, 64); ino != 0 {
+				got = append(got, ino)
+			}
+		}
+		for _, e := range evs {
+			if e.Kind == event.KindOpen && e.Comm == "race" && !e.Failed() && e.Object != nil && paths[e.Ino()] != "" {
+				opens = append(opens, e)
+			}
+		}
+		return got, opens
 	}
-	var got []uint64 // the inode of each successful open, as the program saw it
-	for _, l := range strings.Fields(string(b)) {
-		if ino, _ := strconv.ParseUint(l, 10, 64); ino != 0 {
-			got = append(got, ino)
+
+	// read-only: per file, the recorded opens and the counted ones sum to the program's
+	got, opens := run("")
+	want, have := map[uint64]uint64{}, map[uint64]uint64{}
+	for _, ino := range got {
+		want[ino]++
+	}
+	for _, e := range opens {
+		n := e.Object.Repeats // a sum of counted repeats
+		if n == 0 {
+			n = 1 // an open recorded
+		}
+		have[e.Ino()] += n
+		if e.Path != paths[e.Ino()] {
+			t.Errorf("read-only: an open recorded as %s names ino %d (%s)", e.Path, e.Ino(), paths[e.Ino()])
 		}
 	}
-	var opens []*event.Event
-	for _, e := range evs {
-		if e.Kind == event.KindOpen && e.Comm == "race" && !e.Failed() && e.Object != nil && paths[e.Ino()] != "" {
-			opens = append(opens, e)
+	for ino, n := range want {
+		if have[ino] != n {
+			t.Errorf("read-only: %s opened %d times, the session says %d", paths[ino], n, have[ino])
 		}
 	}
+	if len(opens) > 8 {
+		t.Errorf("read-only: %d open events for %d opens of two files: the repeats were not counted", len(opens), len(got))
+	}
+
+	got, opens = run("rw")
 	if len(opens) != len(got) {
 		t.Fatalf("%d opens of the two files recorded, the program made %d", len(opens), len(got))
 	}

@@ -278,6 +278,14 @@ type polygraphProcInfo struct {
 	Until   uint32
 }
 
+type polygraphReopenVal struct {
+	_      structs.HostLayout
+	Count  uint64
+	LastNs uint64
+	Ctime  uint64
+	Wgen   uint64
+}
+
 type polygraphScratch struct {
 	_    structs.HostLayout
 	B    [135264]uint8
@@ -399,6 +407,8 @@ const (
 	polygraphMapObjCache          = "obj_cache"
 	polygraphMapPathGen           = "path_gen"
 	polygraphMapPeerBytes         = "peer_bytes"
+	polygraphMapReopen            = "reopen"
+	polygraphMapReopenGen         = "reopen_gen"
 	polygraphMapScratch           = "scratch"
 	polygraphMapSecEvents         = "sec_events"
 	polygraphMapSecFiles          = "sec_files"
@@ -511,6 +521,8 @@ type polygraphMapSpecs struct {
 	ObjCache   *ebpf.MapSpec `ebpf:"obj_cache"`
 	PathGen    *ebpf.MapSpec `ebpf:"path_gen"`
 	PeerBytes  *ebpf.MapSpec `ebpf:"peer_bytes"`
+	Reopen     *ebpf.MapSpec `ebpf:"reopen"`
+	ReopenGen  *ebpf.MapSpec `ebpf:"reopen_gen"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 	SecEvents  *ebpf.MapSpec `ebpf:"sec_events"`
 	SecFiles   *ebpf.MapSpec `ebpf:"sec_files"`
@@ -581,6 +593,8 @@ type polygraphMaps struct {
 	ObjCache   *ebpf.Map `ebpf:"obj_cache"`
 	PathGen    *ebpf.Map `ebpf:"path_gen"`
 	PeerBytes  *ebpf.Map `ebpf:"peer_bytes"`
+	Reopen     *ebpf.Map `ebpf:"reopen"`
+	ReopenGen  *ebpf.Map `ebpf:"reopen_gen"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
 	SecEvents  *ebpf.Map `ebpf:"sec_events"`
 	SecFiles   *ebpf.Map `ebpf:"sec_files"`
@@ -608,6 +622,8 @@ func (m *polygraphMaps) Close() error {
 		m.ObjCache,
 		m.PathGen,
 		m.PeerBytes,
+		m.Reopen,
+		m.ReopenGen,
 		m.Scratch,
 		m.SecEvents,
 		m.SecFiles,

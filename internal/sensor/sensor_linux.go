@@ -33,11 +33,13 @@ type Sensor struct {
 	peerBytes   *ebpf.Map
 	links       []link.Link
 	reader      *ringbuf.Reader
-	secReader   *ringbuf.Reader    // the security ring (secring_linux.go)
-	pend        []secRec           // security records waiting for the merge
-	clock       bootClock          // the merge's boot clock
-	secSeen     uint64             // boot time of the last look at the security ring
-	secPaths    map[fileKey]string // guarded files opened, by identity, for GuardedRepeats
+	secReader   *ringbuf.Reader     // the security ring (secring_linux.go)
+	pend        []secRec            // security records waiting for the merge
+	clock       bootClock           // the merge's boot clock
+	secSeen     uint64              // boot time of the last look at the security ring
+	secPaths    map[fileKey]string  // guarded files opened, by identity, for GuardedRepeats
+	reopen      *ebpf.Map           // counted opens (reopen_linux.go)
+	counted     map[uint32]*reopens // the opens whose repeats are counted, by pid
 	dec         *Decoder
 	queue       chan *event.Event
 	unavailable []string
@@ -144,6 +146,7 @@ func New(opts Options) (*Sensor, error) {
 		return nil, fmt.Errorf("load BPF programs: %w", err)
 	}
 	s.tracked, s.lost, s.peerBytes = s.coll.Maps["tracked"], s.coll.Maps["lost"], s.coll.Maps["peer_bytes"]
+	s.reopen = reopenMap(s.coll)
 	if opts.Watch {
 		if err := s.fillWatchNames(); err != nil {
 			s.Close()
@@ -380,6 +383,7 @@ func (s *Sensor) readLoop() {
 			s.final = true
 			s.readSec()
 			s.emitSecBefore(^uint64(0))
+			s.drainCounted(0)
 			s.drainPeers(0, nil)
 			s.drainRing(0)
 			return
@@ -407,8 +411,14 @@ func (s *Sensor) handle(raw []byte, sec bool) {
 		// for the next record, and there are many.
 		s.dec.Forget(ev.PID)
 	}
-	if sec && ev.Kind == event.KindOpen {
+	switch {
+	case sec && ev.Kind == event.KindOpen:
 		s.noteGuarded(ev)
+	case ev.Kind == event.KindOpen && raw[1]&flagCounted != 0:
+		s.noteCounted(raw, ev)
+	case ev.Kind == event.KindExec || ev.Kind == event.KindExit:
+		// the image ends: its counted opens first
+		s.drainCounted(ev.PID)
 	}
 	s.emit(ev)
 	if ev.Kind == event.KindExit {

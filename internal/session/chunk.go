@@ -134,10 +134,12 @@ const (
 	fMountData   protowire.Number = 85
 	fMountLayers protowire.Number = 86 // repeated string
 	fMountFD     protowire.Number = 87 // zigzag varint, written whenever MountFD is set
+	// more of the object group (event.Object)
+	fRepeats protowire.Number = 88
 )
 
 // lastField is the highest field number this reader knows.
-const lastField = fMountFD
+const lastField = fRepeats
 
 // kindByCode is kindCodes inverted.
 var kindByCode = func() []event.Kind {
@@ -270,6 +272,7 @@ func appendEvent(buf []byte, ev *event.Event, firstTS int64, ids stringIDs) []by
 		uint(fNlink, uint64(o.Nlink))
 		str(fPathRequested, o.PathRequested)
 		str(fPathDiffers, o.PathDiffers)
+		uint(fRepeats, o.Repeats)
 	}
 	if n := ev.Network; n != nil {
 		str(fFamily, n.Family)
@@ -449,7 +452,7 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Process = d.in.process()
 		} else if (fFamily <= num && num <= fBytesRecv || fAddrUser <= num && num <= fPeerInTree) && ev.Network == nil {
 			ev.Network = d.in.network()
-		} else if fDev <= num && num <= fPathDiffers && ev.Object == nil {
+		} else if (fDev <= num && num <= fPathDiffers || num == fRepeats) && ev.Object == nil {
 			ev.Object = d.objs.New()
 		} else if (fTargetPID <= num && num <= fTargetNSLocal || fTargetExe <= num && num <= fTargetInTree) && ev.Call == nil {
 			ev.Call = &event.Call{}
@@ -528,6 +531,8 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 			ev.Object.Ino = v
 		case fNlink:
 			ev.Object.Nlink = uint32(v)
+		case fRepeats:
+			ev.Object.Repeats = v
 		case fDeleted:
 			ev.Process.Deleted = v != 0
 		case fAddrUser:

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Repeated read-only opens, counted instead of recorded.
+ *
+ * A process that opens the same file again and again (git status, grep -r,
+ * a compiler's include files, a test runner's fixtures) made most of the
+ * records an open costs: the user's path copied, the header, the object,
+ * the ring's reserve and commit, and the reader's decoding and storing.
+ * Here the first read-only open of a file by a process image is recorded
+ * in full, with EVF_COUNTED on it; the image's later opens of the same
+ * file (same identity, same kind of open) add one to the count in map
+ * reopen and are not recorded. User space drains an image's counts when
+ * its exec or exit record arrives, and at the end, into one open event per
+ * file carrying the count and the time of the last one
+ * (internal/sensor/reopen_linux.go): a session still says which files
+ * each process read, how many times, when first and when last.
+ *
+ * What is never counted, and always recorded:
+ *  - an open for writing, creating or truncating, an open of anything but
+ *    a regular file or a directory, anything on /proc, a file handed over
+ *    (pidfd_getfd, SCM_RIGHTS) or opened by handle;
+ *  - a guarded file (sec_files: its first open goes to the security ring,
+ *    open_object), which never gets an entry;
+ *  - the opens of a process image that connected a socket (PI_NET): an
+ *    agent's own process talks to its model, and its reads are matched to
+ *    its in-process tool calls by time (internal/correlate);
+ *  - a followed, adopted or outside process's (edge.h, watch.h);
+ *  - an open after the file changed: its change time (ctime, which every
+ *    write, truncation, chmod and link change sets) differs from the one
+ *    the last recorded open saw, or any process of the tree opened a
+ *    regular file for writing since (reopen_gen: a change within the
+ *    clock's tick, which ctime may not show, is still seen when the tree
+ *    made it). That open is recorded in full, and counting resumes.
+ *
+ * The map is a plain hash, never LRU: an entry is removed by user space
+ * alone, after it read the count, so no count is lost to eviction. When it
+ * is full, opens are recorded as before.
+ */
+#ifndef __POLYGRAPH_REOPEN_H
+#define __POLYGRAPH_REOPEN_H
+
+#define REOPEN_MAX 32768
+#define O_PATH 010000000
+#define O_TMPFILE_ 020000000 /* __O_TMPFILE */
+#define REOPEN_ACC_PATH 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, REOPEN_MAX);
+	__type(key, struct sec_open_key);
+	__type(value, struct reopen_val);
+} reopen SEC(".maps");
+
+/* reopen_gen counts the tree's opens of regular files for writing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} reopen_gen SEC(".maps");
+
+static __always_inline __u64 *reopen_wgen(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&reopen_gen, &k);
+}
+
+/* reopen_written notes that the tree opened a regular file for writing. */
+static __always_inline void reopen_written(void)
+{
+	__u64 *g = reopen_wgen();
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+/* inode_ctime is ino's change time (seconds << 30 | nanoseconds), 0
+ * where the kernel keeps it in no way known here. */
+static __always_inline __u64 inode_ctime(struct inode *ino)
+{
+	if (bpf_core_field_exists(ino->i_ctime_sec)) {
+		if (HAVE_TYPED) {
+			struct inode *ti = TYPED(inode, ino);
+			return (__u64)ti->i_ctime_sec << 30 | ti->i_ctime_nsec;
+		}
+		return (__u64)BPF_CORE_READ(ino, i_ctime_sec) << 30 | BPF_CORE_READ(ino, i_ctime_nsec);
+	}
+	struct inode___v66 *i66 = (void *)ino;
+	if (bpf_core_field_exists(i66->__i_ctime))
+		return (__u64)BPF_CORE_READ(i66, __i_ctime.tv_sec) << 30 | BPF_CORE_READ(i66, __i_ctime.tv_nsec);
+	struct inode___v5 *i5 = (void *)ino;
+	if (bpf_core_field_exists(i5->i_ctime))
+		return (__u64)BPF_CORE_READ(i5, i_ctime.tv_sec) << 30 | BPF_CORE_READ(i5, i_ctime.tv_nsec);
+	return 0;
+}
+
+/* reopen_counts reports whether a process with flags pi_flags could have
+ * an open with the flags the call passed counted. */
+static __always_inline bool reopen_counts(__u32 pi_flags, __u32 flags)
+{
+	return !(pi_flags & (PI_NET | PI_FOLLOWED | PI_ADOPTED | PI_OUTSIDE)) && (flags & 3) == O_RDONLY &&
+	       !(flags & (O_CREAT | O_TRUNC | O_TMPFILE_ | BY_HANDLE | FD_TAKEN | FD_RECEIVED));
+}
+
+/* reopen_look handles a successful open (fd) that reopen_counts allows,
+ * before anything of its record is built. It returns 1 when the open is
+ * a repeat, now counted: nothing is to be recorded. It returns 2 when the
+ * file may be counted from now on (a regular file or a directory, not on
+ * /proc, no entry yet), with *k and *nv filled for reopen_note; else 0. */
+static __always_inline int reopen_look(struct proc_info *pi, struct task_struct *t, __u32 flags, long fd,
+				       struct sec_open_key *k, struct reopen_val *nv)
+{
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return 0;
+	struct inode *ino = HAVE_TYPED ? TYPED(file, f)->f_inode : BPF_CORE_READ(f, f_inode);
+	if (!ino)
+		return 0;
+	__u16 mode;
+	__u64 nr;
+	struct super_block *sb;
+	if (HAVE_TYPED) {
+		struct inode *ti = TYPED(inode, ino);
+		mode = ti->i_mode;
+		nr = ti->i_ino;
+		sb = ti->i_sb;
+	} else {
+		mode = BPF_CORE_READ(ino, i_mode);
+		nr = BPF_CORE_READ(ino, i_ino);
+		sb = BPF_CORE_READ(ino, i_sb);
+	}
+	if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR)
+		return 0;
+	if (on_procfs(sb))
+		return 0;
+	k->ino = nr;
+	k->image_ns = pi->image_ns;
+	k->dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev);
+	k->tgid = t->tgid;
+	k->acc = flags & O_PATH ? REOPEN_ACC_PATH : 0;
+	k->_pad = 0;
+	__u64 ct = inode_ctime(ino);
+	__u64 *g = reopen_wgen();
+	__u64 wg = g ? *g : 0;
+	struct reopen_val *v = bpf_map_lookup_elem(&reopen, k);
+	if (v) {
+		if (v->ctime == ct && v->wgen == wg) {
+			__sync_fetch_and_add(&v->count, 1);
+			v->last_ns = bpf_ktime_get_boot_ns();
+			return 1;
+		}
+		/* changed: this open is recorded, and counting goes on from it */
+		v->ctime = ct;
+		v->wgen = wg;
+		return 0;
+	}
+	nv->count = 0;
+	nv->last_ns = 0;
+	nv->ctime = ct;
+	nv->wgen = wg;
+	return 2;
+}
+
+/* reopen_note makes the entry reopen_look readied, once the open's record
+ * (which says so: EVF_COUNTED) is in the ring. */
+static __always_inline void reopen_note(struct sec_open_key *k, struct reopen_val *nv)
+{
+	bpf_map_update_elem(&reopen, k, nv, BPF_NOEXIST);
+}
+
+#endif
