@@ -285,12 +285,13 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
  * f_mode: the flags asked for may say more than was granted). */
 static __always_inline void tree_open_mark(struct task_struct *t, long fd)
 {
+	/* the file first: most opens read, and need no look-up */
+	struct file *f = fd_file(t, fd);
+	if (!f || file_acc(f) == O_RDONLY)
+		return;
 	__u32 tgid = t->tgid;
 	struct proc_info *pi = bpf_map_lookup_elem(&tracked, &tgid);
 	if (!pi)
-		return;
-	struct file *f = fd_file(t, fd);
-	if (!f || file_acc(f) == O_RDONLY)
 		return;
 	struct inode *ino = BPF_CORE_READ(f, f_inode);
 	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
@@ -535,11 +536,22 @@ int BPF_PROG(handle_consume_skb, struct sk_buff *skb, void *location)
 	__u64 image = 0;
 	__u64 k = (__u64)sk;
 	struct tree_sock *ts = bpf_map_lookup_elem(&tree_socks, &k);
-	/* the same socket, or, once its file is gone (a message outlives its
-	 * sender's socket file: the sender may be gone when it is read), one
-	 * the tree sent on just now */
-	__u64 ino = ts ? sock_ino(sk) : 0;
-	if (ts && (ts->ino == ino || (!ino && ts->sent_ns && bpf_ktime_get_boot_ns() - ts->sent_ns < SENT_RECENT_NS))) {
+	bool tree = false;
+	if (ts && ts->cookie) {
+		/* the socket the tree sent on, by its cookie (made at the send,
+		 * tree_sent): a socket freed and made again at the same address
+		 * by another process (the slab hands the last freed one out
+		 * first) has none, or its own. A load: the helper refuses the
+		 * RCU pointer skb->sk is here. */
+		tree = ts->cookie == (__u64)sk->__sk_common.skc_cookie.counter;
+	} else if (ts) {
+		/* the same socket, or, once its file is gone (a message outlives
+		 * its sender's socket file: the sender may be gone when it is
+		 * read), one the tree sent on just now */
+		__u64 ino = sock_ino(sk);
+		tree = ts->ino == ino || (!ino && ts->sent_ns && bpf_ktime_get_boot_ns() - ts->sent_ns < SENT_RECENT_NS);
+	}
+	if (tree) {
 		sender = ts->tgid;
 		image = ts->image_ns;
 	} else {

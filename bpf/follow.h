@@ -118,6 +118,7 @@ struct tree_sock {
 	__u64 ino;
 	__u64 image_ns;
 	__u64 sent_ns;
+	__u64 cookie; /* the socket's cookie once the tree sent on it: never another socket's, file or not */
 	__u32 tgid;
 	__u32 _pad0;
 };
@@ -219,9 +220,12 @@ static __always_inline void tree_sent(struct proc_info *pi, struct sock *sk)
 	struct tree_sock *ts = bpf_map_lookup_elem(&tree_socks, &k);
 	if (ts && ts->ino == ino) {
 		ts->sent_ns = now;
+		if (!ts->cookie)
+			ts->cookie = bpf_get_socket_cookie(sk);
 		return;
 	}
-	struct tree_sock v = {.ino = ino, .image_ns = pi->image_ns, .sent_ns = now, .tgid = bpf_get_current_pid_tgid() >> 32};
+	struct tree_sock v = {.ino = ino, .image_ns = pi->image_ns, .sent_ns = now, .cookie = bpf_get_socket_cookie(sk),
+			      .tgid = bpf_get_current_pid_tgid() >> 32};
 	bpf_map_update_elem(&tree_socks, &k, &v, BPF_ANY);
 }
 

@@ -186,6 +186,7 @@ struct sock_common {
 	};
 	unsigned short skc_family;
 	struct in6_addr skc_v6_daddr;
+	struct { s64 counter; } skc_cookie; /* atomic64_t: 0 until a cookie was asked for */
 };
 
 struct hlist_node {

@@ -330,6 +330,7 @@ type polygraphTreeSock struct {
 	Ino     uint64
 	ImageNs uint64
 	SentNs  uint64
+	Cookie  uint64
 	Tgid    uint32
 	Pad0    uint32
 }
