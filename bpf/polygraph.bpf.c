@@ -124,6 +124,8 @@ struct scratch {
 	struct obj_key ok; /* the entry an open looked up */
 	struct obj_val ov; /* the entry it may make */
 	__u8 obj_pend;     /* ov waits for its record to be in the ring */
+	struct sec_open_key rk; /* the counted open an open may make (reopen.h) */
+	struct reopen_val rv;
 };
 
 /* events carries every record to user space. Its size is set by the
@@ -885,19 +887,14 @@ static __always_inline __u32 taken_name(struct scratch *s, __u32 pid, __u32 fd)
 
 static __always_inline int report_path(struct proc_info *pi, struct op v, long ret)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	/* A repeated read-only open is counted, not recorded (reopen.h). */
-	struct sec_open_key rk;
-	struct reopen_val rv;
-	int counting = 0;
-	if (v.kind == EV_OPEN && ret >= 0 && reopen_counts(pi->flags, v.flags)) {
-		counting = reopen_look(pi, t, v.flags, ret, &rk, &rv);
-		if (counting == 1)
-			return 0;
-	}
+	if (v.kind == EV_OPEN && ret >= 0 && reopen_open(ret, v.flags, pi->flags, pi->image_ns))
+		return 0;
 	struct scratch *s = get_scratch();
 	if (!s)
 		return 0;
+
+	struct task_struct *t = bpf_get_current_task_btf();
 
 	struct ev_path *e = (void *)s->b;
 	__u8 flags = 0;
@@ -938,10 +935,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 			target = proc_mem_target(t, ret, &s->b[OFF(off)]);
 		off += n;
 		fifo = (e->imode & S_IFMT) == S_IFIFO && !(pi->flags & PI_OUTSIDE);
-		if ((e->imode & S_IFMT) == S_IFREG && ((v.flags & 3) != O_RDONLY || (v.flags & (O_TRUNC | O_CREAT))))
-			reopen_written();
-		if (counting == 2 && !sec)
-			flags |= EVF_COUNTED;
+		flags |= reopen_mark(e->imode, v.flags, sec);
 	}
 	e->h.flags = flags | (pi->flags & PI_OUTSIDE ? EVF_OUTSIDE : 0);
 	/* A process's first open of a guarded file keeps the security ring;
@@ -950,8 +944,7 @@ static __always_inline int report_path(struct proc_info *pi, struct op v, long r
 		sec = false;
 	if (submit_to(s, off, sec)) {
 		obj_remember(s);
-		if (flags & EVF_COUNTED)
-			reopen_note(&rk, &rv);
+		reopen_note(flags);
 	}
 	/* after the open's record: it reuses the buffer (a followed process's
 	 * FIFO is an outside end: edge_open noted it) */

@@ -101,14 +101,24 @@ static __always_inline bool reopen_counts(__u32 pi_flags, __u32 flags)
 	       !(flags & (O_CREAT | O_TRUNC | O_TMPFILE_ | BY_HANDLE | FD_TAKEN | FD_RECEIVED));
 }
 
-/* reopen_look handles a successful open (fd) that reopen_counts allows,
- * before anything of its record is built. It returns 1 when the open is
- * a repeat, now counted: nothing is to be recorded. It returns 2 when the
- * file may be counted from now on (a regular file or a directory, not on
- * /proc, no entry yet), with *k and *nv filled for reopen_note; else 0. */
-static __always_inline int reopen_look(struct proc_info *pi, struct task_struct *t, __u32 flags, long fd,
-				       struct sec_open_key *k, struct reopen_val *nv)
+/* reopen_open handles a successful open (fd, with the flags the call
+ * passed) by a process whose entry in tracked has pi_flags and image_ns,
+ * before anything of its record is built. It returns 1 when the open is a
+ * repeat, now counted: nothing is to be recorded. Otherwise it returns 0,
+ * and the scratch's rk has a tgid when the file may be counted from now
+ * on (a regular file or a directory, not on /proc, no entry yet), with
+ * rk and rv readied for reopen_note. A global function: the verifier
+ * checks it once, apart from sys_exit (inlined, its branches had
+ * sys_exit's states grow by a third). */
+__noinline int reopen_open(long fd, __u32 flags, __u32 pi_flags, __u64 image_ns)
 {
+	struct scratch *s = get_scratch();
+	if (!s)
+		return 0;
+	s->rk.tgid = 0;
+	if (!reopen_counts(pi_flags, flags))
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return 0;
@@ -132,16 +142,18 @@ static __always_inline int reopen_look(struct proc_info *pi, struct task_struct 
 		return 0;
 	if (on_procfs(sb))
 		return 0;
-	k->ino = nr;
-	k->image_ns = pi->image_ns;
-	k->dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev);
-	k->tgid = t->tgid;
-	k->acc = flags & O_PATH ? REOPEN_ACC_PATH : 0;
-	k->_pad = 0;
+	struct sec_open_key k = {
+		.ino = nr,
+		.image_ns = image_ns,
+		.dev = HAVE_TYPED ? TYPED(super_block, sb)->s_dev : BPF_CORE_READ(sb, s_dev),
+		.tgid = t->tgid,
+		.acc = flags & O_PATH ? REOPEN_ACC_PATH : 0,
+		._pad = 0,
+	};
 	__u64 ct = inode_ctime(ino);
 	__u64 *g = reopen_wgen();
 	__u64 wg = g ? *g : 0;
-	struct reopen_val *v = bpf_map_lookup_elem(&reopen, k);
+	struct reopen_val *v = bpf_map_lookup_elem(&reopen, &k);
 	if (v) {
 		if (v->ctime == ct && v->wgen == wg) {
 			__sync_fetch_and_add(&v->count, 1);
@@ -153,18 +165,37 @@ static __always_inline int reopen_look(struct proc_info *pi, struct task_struct 
 		v->wgen = wg;
 		return 0;
 	}
-	nv->count = 0;
-	nv->last_ns = 0;
-	nv->ctime = ct;
-	nv->wgen = wg;
-	return 2;
+	s->rk = k;
+	s->rv.count = 0;
+	s->rv.last_ns = 0;
+	s->rv.ctime = ct;
+	s->rv.wgen = wg;
+	return 0;
 }
 
-/* reopen_note makes the entry reopen_look readied, once the open's record
- * (which says so: EVF_COUNTED) is in the ring. */
-static __always_inline void reopen_note(struct sec_open_key *k, struct reopen_val *nv)
+/* reopen_mark is what an open's record says of counting, once the
+ * open's file type (imode) and sensitivity (sec) are known: EVF_COUNTED
+ * where reopen_open readied an entry for a file that is not guarded. An
+ * open of a regular file for writing (oflags as the call passed them)
+ * moves reopen_gen. A global function, as reopen_open. */
+__noinline __u8 reopen_mark(__u16 imode, __u32 oflags, int sec)
 {
-	bpf_map_update_elem(&reopen, k, nv, BPF_NOEXIST);
+	if ((imode & S_IFMT) == S_IFREG && ((oflags & 3) != O_RDONLY || (oflags & (O_TRUNC | O_CREAT))))
+		reopen_written();
+	struct scratch *s = get_scratch();
+	if (!s || !s->rk.tgid || sec)
+		return 0;
+	return EVF_COUNTED;
+}
+
+/* reopen_note makes the entry reopen_open readied, once the open's record
+ * (h_flags its header's flags: EVF_COUNTED says so) is in the ring. */
+__noinline int reopen_note(__u8 h_flags)
+{
+	struct scratch *s = get_scratch();
+	if (s && (h_flags & EVF_COUNTED) && s->rk.tgid)
+		bpf_map_update_elem(&reopen, &s->rk, &s->rv, BPF_NOEXIST);
+	return 0;
 }
 
 #endif

@@ -306,6 +306,8 @@ type polygraphScratch struct {
 	Ov      polygraphObjVal
 	ObjPend uint8
 	_       [7]byte
+	Rk      polygraphSecOpenKey
+	Rv      polygraphReopenVal
 }
 
 type polygraphSecOpenKey struct {
