@@ -57,12 +57,31 @@ func TestStudy(t *testing.T) {
 		}
 		rounds = n
 	}
-	for _, a := range e2e.Agents {
+	// STUDY_AGENTS and STUDY_TASKS (comma-separated names) narrow the
+	// study, as in docs/bench.md's real agent session: its page is then
+	// written under bench/study/out, never over docs/study.md.
+	agents, tasks := e2e.Agents, Tasks
+	out := filepath.Join(root, "bench", "study", "out")
+	if s := os.Getenv("STUDY_AGENTS"); s != "" {
+		agents = strings.Split(s, ",")
+		doc, charts = filepath.Join(out, "study.md"), filepath.Join(out, "study")
+	}
+	if s := os.Getenv("STUDY_TASKS"); s != "" {
+		tasks = nil
+		for _, n := range strings.Split(s, ",") {
+			task, ok := TaskNamed(n)
+			if !ok {
+				t.Fatalf("STUDY_TASKS: no task %q", n)
+			}
+			tasks = append(tasks, task)
+		}
+		doc, charts = filepath.Join(out, "study.md"), filepath.Join(out, "study")
+	}
+	for _, a := range agents {
 		e2e.AgentPath(t, a)
 	}
-	cfg := Config{Agents: e2e.Agents, Tasks: Tasks, Rounds: rounds, Polygraph: BuildPolygraph(t, t.TempDir())}
+	cfg := Config{Agents: agents, Tasks: tasks, Rounds: rounds, Polygraph: BuildPolygraph(t, t.TempDir())}
 	res := Play(t, cfg)
-	out := filepath.Join(root, "bench", "study", "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
