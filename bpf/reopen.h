@@ -6,10 +6,11 @@
  * a compiler's include files, a test runner's fixtures) made most of the
  * records an open costs: the user's path copied, the header, the object,
  * the ring's reserve and commit, and the reader's decoding and storing.
- * Here the first read-only open of a file by a process image is recorded
- * in full, with EVF_COUNTED on it; the image's later opens of the same
- * file (same identity, same kind of open) add one to the count in map
- * reopen and are not recorded. User space drains an image's counts when
+ * Here the first two read-only opens of a file by a process image are
+ * recorded in full (the first noted in reopen_seen, the second with
+ * EVF_COUNTED on it); the image's later opens of the same file (same
+ * identity, same kind of open) add one to the count in map reopen and are
+ * not recorded. Only a file opened again gets an entry user space drains. User space drains an image's counts when
  * its exec or exit record arrives, and at the end, into one open event per
  * file carrying the count and the time of the last one
  * (internal/sensor/reopen_linux.go): a session still says which files
@@ -50,6 +51,19 @@ struct {
 	__type(key, struct sec_open_key);
 	__type(value, struct reopen_val);
 } reopen SEC(".maps");
+
+/* reopen_seen holds the first opens (struct sec_open_key), so that the
+ * second makes the entry in reopen: an entry is drained by user space
+ * with a system call, and most files a process opens it opens once. An
+ * LRU map: a first open forgotten makes a later open a first again,
+ * recorded in full; no count lives here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, 1U << 1); /* BPF_F_NO_COMMON_LRU: an LRU list per CPU */
+	__type(key, struct sec_open_key);
+	__type(value, __u8);
+} reopen_seen SEC(".maps");
 
 /* reopen_gen counts the tree's opens of regular files for writing. */
 struct {
@@ -106,8 +120,8 @@ static __always_inline bool reopen_counts(__u32 pi_flags, __u32 flags)
  * before anything of its record is built. It returns 1 when the open is a
  * repeat, now counted: nothing is to be recorded. Otherwise it returns 0,
  * and the scratch's rk has a tgid when the file may be counted from now
- * on (a regular file or a directory, not on /proc, no entry yet), with
- * rk and rv readied for reopen_note. A global function: the verifier
+ * on (a regular file or a directory, not on /proc, opened before by the
+ * image, no entry yet), with rk and rv readied for reopen_note. A global function: the verifier
  * checks it once, apart from sys_exit (inlined, its branches had
  * sys_exit's states grow by a third). */
 __noinline int reopen_open(long fd, __u32 flags, __u32 pi_flags, __u64 image_ns)
@@ -163,6 +177,12 @@ __noinline int reopen_open(long fd, __u32 flags, __u32 pi_flags, __u64 image_ns)
 		/* changed: this open is recorded, and counting goes on from it */
 		v->ctime = ct;
 		v->wgen = wg;
+		return 0;
+	}
+	/* the first open is only noted; the second makes the entry */
+	__u8 one = 1;
+	if (!bpf_map_lookup_elem(&reopen_seen, &k)) {
+		bpf_map_update_elem(&reopen_seen, &k, &one, BPF_ANY);
 		return 0;
 	}
 	s->rk = k;

@@ -181,8 +181,8 @@ type Object struct {
 	// Repeats, when not 0, makes the event the sum of an image's later
 	// read-only opens of this same file (same identity, not changed in
 	// between), which the sensor counted instead of recording one by one
-	// (bpf/reopen.h): Repeats of them, the last at TS. The first is an
-	// event of its own, earlier, with no Repeats.
+	// (bpf/reopen.h): Repeats of them, the last at TS. The first two are
+	// events of their own, earlier, with no Repeats.
 	Repeats uint64 `json:"repeats,omitempty"`
 }
 

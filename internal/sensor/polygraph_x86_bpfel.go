@@ -412,6 +412,7 @@ const (
 	polygraphMapPeerBytes         = "peer_bytes"
 	polygraphMapReopen            = "reopen"
 	polygraphMapReopenGen         = "reopen_gen"
+	polygraphMapReopenSeen        = "reopen_seen"
 	polygraphMapScratch           = "scratch"
 	polygraphMapSecEvents         = "sec_events"
 	polygraphMapSecFiles          = "sec_files"
@@ -526,6 +527,7 @@ type polygraphMapSpecs struct {
 	PeerBytes  *ebpf.MapSpec `ebpf:"peer_bytes"`
 	Reopen     *ebpf.MapSpec `ebpf:"reopen"`
 	ReopenGen  *ebpf.MapSpec `ebpf:"reopen_gen"`
+	ReopenSeen *ebpf.MapSpec `ebpf:"reopen_seen"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 	SecEvents  *ebpf.MapSpec `ebpf:"sec_events"`
 	SecFiles   *ebpf.MapSpec `ebpf:"sec_files"`
@@ -598,6 +600,7 @@ type polygraphMaps struct {
 	PeerBytes  *ebpf.Map `ebpf:"peer_bytes"`
 	Reopen     *ebpf.Map `ebpf:"reopen"`
 	ReopenGen  *ebpf.Map `ebpf:"reopen_gen"`
+	ReopenSeen *ebpf.Map `ebpf:"reopen_seen"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
 	SecEvents  *ebpf.Map `ebpf:"sec_events"`
 	SecFiles   *ebpf.Map `ebpf:"sec_files"`
@@ -627,6 +630,7 @@ func (m *polygraphMaps) Close() error {
 		m.PeerBytes,
 		m.Reopen,
 		m.ReopenGen,
+		m.ReopenSeen,
 		m.Scratch,
 		m.SecEvents,
 		m.SecFiles,

@@ -12,8 +12,8 @@ import (
 )
 
 // Repeated read-only opens (bpf/reopen.h): the kernel records an image's
-// first open of a file in full, marked flagCounted, and counts the later
-// ones in map reopen. The sensor keeps, per process, the opens so marked,
+// first two opens of a file in full, the second marked flagCounted, and
+// counts the later ones in map reopen. The sensor keeps, per process, the opens so marked,
 // and drains their counts when the image ends (its exec or exit record)
 // and when tracing stops, into one open event per file: a copy of the
 // first with Object.Repeats and the time of the last repeat.
