@@ -150,7 +150,7 @@ func newFacts(in Input) *facts {
 		}
 	}
 	if r := in.Attribution; r != nil {
-		s.attr = newAttrIndex(r.Attributions)
+		s.attr = newAttrIndex(&r.Attributions)
 		for _, ca := range r.Calls {
 			if ca != nil && ca.Call != nil {
 				if _, ok := s.calls[ca.Call.ID]; !ok {
@@ -328,8 +328,7 @@ func (s *facts) walk() {
 		f := fact{path: -1, written: -1}
 		var call string
 		if s.attr != nil {
-			at := s.attr.at(e.Seq)
-			call, f.flags = attributedTo(at)
+			call, f.flags = attributedTo(s.attr.get(e.Seq))
 		}
 		switch {
 		case e.Kind == event.KindFollow:
@@ -398,11 +397,11 @@ func (s *facts) walk() {
 	}
 }
 
-// attributedTo returns the tool call of attribution at (nil: the
+// attributedTo returns the tool call of attribution at (!ok: the
 // attribution's default, unattributed) and the flags it sets.
-func attributedTo(at *correlate.Attribution) (call string, flags factFlags) {
+func attributedTo(at correlate.Attribution, ok bool) (call string, flags factFlags) {
 	switch {
-	case at == nil:
+	case !ok:
 		flags |= fUnattributed
 	case at.ToolCallID != "":
 		call = at.ToolCallID
