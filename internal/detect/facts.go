@@ -2,6 +2,7 @@ package detect
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -108,6 +109,23 @@ type facts struct {
 	// other name, by event index (mounts.go).
 	mounts     []mountAlias
 	mountReads map[int32]mountRead
+}
+
+// forWorker returns a copy of s for rules checked on another goroutine:
+// the same facts, read-only once built, with memos of its own, which the
+// rules fill as they ask (the path lists' verdicts, the command sets',
+// the account homes, the program names, the binaries' hashes), and its
+// own path numbering, which they extend (callAttempts). Make the copies
+// before any rule runs.
+func (s *facts) forWorker() *facts {
+	w := *s
+	w.paths.ids, w.paths.strs = maps.Clone(s.paths.ids), slices.Clip(s.paths.strs)
+	w.paths.verdicts = make([][]int32, len(s.paths.verdicts))
+	w.paths.rules = make([][]policy.PathRule, len(s.paths.rules))
+	w.paths.byHome = nil
+	w.commands = make([][]int8, len(s.commands))
+	w.accountOf, w.progNames, w.binHash = nil, nil, nil
+	return &w
 }
 
 // fact is what the rules ask of one event.
