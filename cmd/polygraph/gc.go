@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync"
 
 	"github.com/polygraph/polygraph/internal/analysis"
 	"github.com/polygraph/polygraph/internal/baseline"
@@ -49,36 +48,31 @@ func heapBytes() int64 {
 // if the heap outgrows them by a margin.
 func capHeap() { debug.SetMemoryLimit(heapBytes()*5/4 + 256<<20) }
 
-// loaded is analysis.Options.Loaded for the verbs below: it caps the heap
-// and collects once, on a goroutine of its own that wg waits for. The
-// read leaves garbage behind, the SQLite driver's copies of the chunk
-// rows above all (~45 MiB of a million events); collected, that memory
-// is what the analysis allocates next instead of growing the heap (the
-// bench's report: peak RSS 400 -> 390 MB). The analysis starts on one
-// core (correlate), so the collection mostly takes the other.
-func loaded(wg *sync.WaitGroup) func() {
-	return func() {
-		capHeap()
-		wg.Go(runtime.GC)
-	}
+// loaded is analysis.Options.Loaded for the verbs below: it collects
+// once, then caps the heap. The read leaves garbage behind, the SQLite
+// driver's copies of the chunk rows above all (~45 MiB of a million
+// events); collected, that memory is what the analysis allocates next
+// instead of growing the heap (the bench's report: peak RSS 400 -> 382
+// MB, for a mark of ~0.1 s on both cores). A collection on a goroutine
+// of its own beside the analysis freed less (390 MB) and cost more CPU:
+// the analysis allocates while it marks, and the rules take both cores.
+func loaded() {
+	runtime.GC()
+	capHeap()
 }
 
 // reportOnce is analysis.Run for a verb that analyses one session and is
 // done: the collector tuned as above for the analysis's time.
 func reportOnce(ctx context.Context, o analysis.Options) (*report.Report, error) {
 	defer batchGC()()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	o.Loaded = loaded(&wg)
+	o.Loaded = loaded
 	return analysis.Run(ctx, o)
 }
 
 // observeOnce is analysis.Observe with the collector tuned as reportOnce's.
 func observeOnce(ctx context.Context, o analysis.Options) (*baseline.Sample, error) {
 	defer batchGC()()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	o.Loaded = loaded(&wg)
+	o.Loaded = loaded
 	return analysis.Observe(ctx, o)
 }
 
@@ -86,8 +80,6 @@ func observeOnce(ctx context.Context, o analysis.Options) (*baseline.Sample, err
 // reportOnce's, for a verb that analyses sessions one after another.
 func analyzeOnce(ctx context.Context, o analysis.Options) (*analysis.Analysis, error) {
 	defer batchGC()()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	o.Loaded = loaded(&wg)
+	o.Loaded = loaded
 	return analysis.Analyze(ctx, o)
 }
