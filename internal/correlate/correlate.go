@@ -133,18 +133,18 @@ type attributor struct {
 }
 
 // reasons lists the reasons, for counting them in an array.
-var reasons = [...]Reason{ReasonLineage, ReasonInProcess, ReasonAgentAPI, ReasonAgentBookkeeping, ReasonUnattributed}
+var reasons = [...]Reason{ReasonUnattributed, ReasonLineage, ReasonInProcess, ReasonAgentAPI, ReasonAgentBookkeeping}
 
 // scan walks the events once: it builds the image tree and fills in, for
-// every event, what its attribution owes nothing to who acted: its seq and
-// the verdict "unattributed" that stands unless someone is found. Most events
+// every event, what its attribution owes nothing to who acted: the verdict
+// "unattributed" that stands unless someone is found (newAttributions). Most events
 // of a session without a transcript need nothing more, and the second
 // walk need not read them again. It reports false, having stopped, at an
 // event out of seq order.
 func (a *attributor) scan(evs []*event.Event) {
 	b := lineage.NewBuilder()
 	a.runs, a.forks, a.peers = nil, nil, nil
-	a.res.Attributions = make([]Attribution, len(evs))
+	a.res.Attributions = newAttributions(evs) // each unattributed
 	for i, e := range evs {
 		if im := b.Add(int32(i), e); i == 0 || im != a.runs[len(a.runs)-1].im {
 			a.runs = append(a.runs, run{from: int32(i), im: im})
@@ -155,8 +155,6 @@ func (a *attributor) scan(evs []*event.Event) {
 		case event.KindConnect, event.KindNet, event.KindDNS:
 			a.peers = append(a.peers, e)
 		}
-		at := &a.res.Attributions[i]
-		at.Seq, at.Reason = e.Seq, ReasonUnattributed
 	}
 	a.tree = b.Tree()
 	a.res.Tree, a.res.Events = a.tree, evs
@@ -178,7 +176,7 @@ func (a *attributor) attributeAll(evs []*event.Event) {
 		if len(runs) > 0 && runs[0].from == int32(i) {
 			im, runs = runs[0].im, runs[1:]
 		}
-		at := &a.res.Attributions[i]
+		at := Attribution{Reason: ReasonUnattributed}
 		fork := len(forks) > 0 && forks[0] == int32(i)
 		if fork {
 			forks = forks[1:]
@@ -189,9 +187,11 @@ func (a *attributor) attributeAll(evs []*event.Event) {
 			if at.Detail == "" {
 				at.Detail = "no-call"
 			}
-			a.tally(at)
+			a.tally(&at)
+			a.res.Attributions.set(i, &at)
 			continue
 		}
-		a.attribute(e, im, at, pathsOf(e))
+		a.attribute(e, im, &at, pathsOf(e))
+		a.res.Attributions.set(i, &at)
 	}
 }

@@ -565,7 +565,7 @@ func TestUnsortedAndLostParents(t *testing.T) {
 
 func TestEmpty(t *testing.T) {
 	res := Attribute(nil, nil, session.Meta{}, Options{})
-	if res == nil || len(res.Attributions) != 0 || res.ByCall == nil || res.Counts == nil {
+	if res == nil || res.Attributions.Len() != 0 || res.ByCall == nil || res.Counts == nil {
 		t.Fatalf("%+v", res)
 	}
 	res = Attribute(nil, tr("", shellCall("x", "ls", 0, 10)), session.Meta{}, Options{})

@@ -185,8 +185,8 @@ func wantExecs(t *testing.T, res *Result, evs []*event.Event, reason Reason, cal
 // consistent checks the invariants every Result keeps.
 func consistent(t *testing.T, evs []*event.Event, res *Result) {
 	t.Helper()
-	if len(res.Attributions) != len(evs) {
-		t.Fatalf("%d attributions for %d events", len(res.Attributions), len(evs))
+	if res.Attributions.Len() != len(evs) {
+		t.Fatalf("%d attributions for %d events", res.Attributions.Len(), len(evs))
 	}
 	total := 0
 	for _, n := range res.Counts {
@@ -200,8 +200,8 @@ func consistent(t *testing.T, evs []*event.Event, res *Result) {
 		listed[e.Seq] = true
 	}
 	late := 0
-	for i, at := range res.Attributions {
-		if i > 0 && at.Seq <= res.Attributions[i-1].Seq {
+	for i, at := range res.Attributions.All() {
+		if i > 0 && at.Seq <= res.Attributions.At(i-1).Seq {
 			t.Fatalf("attributions out of order at %d", i)
 		}
 		if (at.Reason == ReasonUnattributed || at.AfterReturn) != listed[at.Seq] {

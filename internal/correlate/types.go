@@ -4,8 +4,6 @@
 package correlate
 
 import (
-	"sort"
-
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/lineage"
 	"github.com/polygraph/polygraph/internal/transcript"
@@ -33,7 +31,8 @@ const (
 	ReasonUnattributed Reason = "unattributed"
 )
 
-// Attribution is the verdict on one event.
+// Attribution is the verdict on one event (Result.Attributions keeps
+// them packed).
 type Attribution struct {
 	Seq        uint64 `json:"seq"`
 	ToolCallID string `json:"tool_call_id,omitempty"`
@@ -92,8 +91,8 @@ type Result struct {
 	// Calls in transcript order; ByCall indexes them by tool-call id.
 	Calls  []*CallActivity          `json:"calls"`
 	ByCall map[string]*CallActivity `json:"-"`
-	// Attributions has one entry per event, in seq order.
-	Attributions []Attribution `json:"attributions"`
+	// Attributions has one verdict per event of Events, in its order.
+	Attributions Attributions `json:"attributions"`
 	// Unattributed are the events no call or expected activity explains.
 	Unattributed []*event.Event `json:"unattributed"`
 	// Counts per reason.
@@ -108,11 +107,12 @@ type Result struct {
 	Events []*event.Event `json:"-"`
 }
 
-// Of returns the attribution of the event with the given seq, or nil.
+// Of returns the attribution of the event with the given seq (a copy),
+// or nil.
 func (r *Result) Of(seq uint64) *Attribution {
-	i := sort.Search(len(r.Attributions), func(i int) bool { return r.Attributions[i].Seq >= seq })
-	if i < len(r.Attributions) && r.Attributions[i].Seq == seq {
-		return &r.Attributions[i]
+	if i, ok := r.Attributions.Index(seq); ok {
+		at := r.Attributions.At(i)
+		return &at
 	}
 	return nil
 }

@@ -107,8 +107,8 @@ func (a *attributor) finish(evs []*event.Event) {
 		return
 	}
 	a.res.Unattributed = make([]*event.Event, 0, a.listed)
-	for i := range a.res.Attributions {
-		if at := &a.res.Attributions[i]; at.Reason == ReasonUnattributed || at.AfterReturn {
+	for i, p := range a.res.Attributions.packed {
+		if p.reason == 0 || p.late { // 0: ReasonUnattributed (newAttributions)
 			a.res.Unattributed = append(a.res.Unattributed, evs[i])
 		}
 	}

@@ -1,9 +1,7 @@
 package detect
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -75,67 +73,19 @@ func (s *facts) describeCall(id string) string {
 	return fmt.Sprintf("%s (`%s`)", id, what)
 }
 
-// attrIndex finds the attribution of an event by seq: a dense table when
-// the seqs are (as recorded) nearly gap-free, a binary search otherwise.
-type attrIndex struct {
-	ats   []correlate.Attribution // sorted by seq
-	base  uint64
-	dense []int32 // seq-base → 1 + index into ats, 0 for none
-}
+// attrIndex finds the attribution of an event by seq, among the packed
+// verdicts on the events they were made for (correlate.Attributions).
+type attrIndex struct{ ats *correlate.Attributions }
 
-func newAttrIndex(ats []correlate.Attribution) *attrIndex {
-	x := &attrIndex{ats: ats}
-	if !x.index() { // not in seq order
-		x.ats = slices.Clone(ats)
-		slices.SortStableFunc(x.ats, func(p, q correlate.Attribution) int { return cmp.Compare(p.Seq, q.Seq) })
-		x.index()
-	}
-	return x
-}
+func newAttrIndex(ats *correlate.Attributions) *attrIndex { return &attrIndex{ats: ats} }
 
-// index builds the dense table when the seqs allow. It reports false,
-// with no table, when ats are not sorted by seq.
-func (x *attrIndex) index() bool {
-	n := len(x.ats)
-	if n == 0 {
-		return true
-	}
-	lo, hi := x.ats[0].Seq, x.ats[n-1].Seq
-	if hi < lo || hi-lo >= uint64(4*n+1024) {
-		x.dense = nil
-		return slices.IsSortedFunc(x.ats, func(p, q correlate.Attribution) int { return cmp.Compare(p.Seq, q.Seq) })
-	}
-	x.base, x.dense = lo, make([]int32, hi-lo+1)
-	for i, at := range x.ats {
-		if i > 0 && at.Seq < x.ats[i-1].Seq || at.Seq > hi {
-			x.dense = nil
-			return false
-		}
-		x.dense[at.Seq-lo] = int32(i) + 1
-	}
-	return true
-}
-
-func (x *attrIndex) get(seq uint64) (correlate.Attribution, bool) {
-	if at := x.at(seq); at != nil {
-		return *at, true
-	}
-	return correlate.Attribution{}, false
-}
-
-// at returns the attribution with seq, nil for none.
-func (x *attrIndex) at(seq uint64) *correlate.Attribution {
-	if x.dense != nil {
-		if seq < x.base || seq-x.base >= uint64(len(x.dense)) || x.dense[seq-x.base] == 0 {
-			return nil
-		}
-		return &x.ats[x.dense[seq-x.base]-1]
-	}
-	i, ok := slices.BinarySearchFunc(x.ats, seq, func(at correlate.Attribution, s uint64) int { return cmp.Compare(at.Seq, s) })
+// get returns the attribution with seq; ok is false for none.
+func (x *attrIndex) get(seq uint64) (at correlate.Attribution, ok bool) {
+	i, ok := x.ats.Index(seq)
 	if !ok {
-		return nil
+		return correlate.Attribution{}, false
 	}
-	return &x.ats[i]
+	return x.ats.At(i), true
 }
 
 // names are the program names of image id (policy.ProgramNames of the

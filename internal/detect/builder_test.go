@@ -256,7 +256,7 @@ func (b *builder) input() Input {
 	if b.noAttr {
 		return in
 	}
-	r := &correlate.Result{AgentExecIDs: b.agents, Attributions: b.attr, ByCall: map[string]*correlate.CallActivity{},
+	r := &correlate.Result{AgentExecIDs: b.agents, Attributions: correlate.NewAttributions(b.events, b.attr), Events: b.events, ByCall: map[string]*correlate.CallActivity{},
 		Counts: map[correlate.Reason]int{}}
 	for i, at := range b.attr {
 		r.Counts[at.Reason]++

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/polygraph/polygraph/internal/baseline"
 	"github.com/polygraph/polygraph/internal/correlate"
@@ -52,27 +55,17 @@ type Input struct {
 // one Needs it.
 func Run(in Input) []Finding {
 	s := newFacts(in)
-	found := map[string][]Finding{} // by rule, before severity overrides
-	var check func(r *Rule) []Finding
-	check = func(r *Rule) []Finding {
-		if fs, ok := found[r.ID]; ok {
-			return fs
-		}
-		needs := map[string][]Finding{}
-		for _, id := range r.Needs {
-			needs[id] = check(registry[id])
-		}
-		fs := r.check(&run{facts: s, rule: r, needs: needs})
-		found[r.ID] = fs
-		return fs
-	}
-	var out []Finding
+	var run []*Rule
 	for _, r := range rules() {
-		if !s.pol.Enabled(r.ID) {
-			continue
+		if s.pol.Enabled(r.ID) {
+			run = append(run, r)
 		}
+	}
+	found := runRules(s, run)
+	var out []Finding
+	for i, r := range run {
 		override := Severity(s.pol.SeverityOverride(r.ID))
-		for _, f := range check(r) {
+		for _, f := range found[i] {
 			if override != "" && f.Severity != SeverityInfo {
 				f.Severity = override
 			}
@@ -82,6 +75,67 @@ func Run(in Input) []Finding {
 	Sort(out)
 	for i := range out {
 		out[i].ID = fmt.Sprintf("F%d", i+1)
+	}
+	return out
+}
+
+// maxRuleWorkers bounds the goroutines runRules checks rules on.
+const maxRuleWorkers = 4
+
+// runRules checks the rules rs, and the rules they need, over s and
+// returns each one's findings, in rs's order. Each rule is checked
+// once, whichever rule needs it, and since the facts are read-only once
+// built (their memos apart, which each goroutine keeps its own of:
+// facts.forWorker), the rules run on every core: on a million events
+// they are most of the analysis's time.
+func runRules(s *facts, rs []*Rule) [][]Finding {
+	type result struct {
+		once sync.Once
+		fs   []Finding
+	}
+	results := map[string]*result{}
+	var add func(r *Rule)
+	add = func(r *Rule) {
+		if results[r.ID] != nil {
+			return
+		}
+		results[r.ID] = &result{}
+		for _, id := range r.Needs {
+			add(registry[id])
+		}
+	}
+	for _, r := range rs {
+		add(r)
+	}
+	var check func(f *facts, r *Rule) []Finding
+	check = func(f *facts, r *Rule) []Finding {
+		res := results[r.ID]
+		res.once.Do(func() {
+			needs := map[string][]Finding{}
+			for _, id := range r.Needs {
+				needs[id] = check(f, registry[id])
+			}
+			res.fs = r.check(&run{facts: f, rule: r, needs: needs})
+		})
+		return res.fs
+	}
+	workers := []*facts{s}
+	for len(workers) < min(runtime.GOMAXPROCS(0), maxRuleWorkers, len(rs)) {
+		workers = append(workers, s.forWorker())
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, f := range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(rs); i = int(next.Add(1) - 1) {
+				check(f, rs[i])
+			}
+		})
+	}
+	wg.Wait()
+	out := make([][]Finding, len(rs))
+	for i, r := range rs {
+		out[i] = results[r.ID].fs
 	}
 	return out
 }

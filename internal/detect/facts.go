@@ -2,6 +2,7 @@ package detect
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -110,6 +111,23 @@ type facts struct {
 	mountReads map[int32]mountRead
 }
 
+// forWorker returns a copy of s for rules checked on another goroutine:
+// the same facts, read-only once built, with memos of its own, which the
+// rules fill as they ask (the path lists' verdicts, the command sets',
+// the account homes, the program names, the binaries' hashes), and its
+// own path numbering, which they extend (callAttempts). Make the copies
+// before any rule runs.
+func (s *facts) forWorker() *facts {
+	w := *s
+	w.paths.ids, w.paths.strs = maps.Clone(s.paths.ids), slices.Clip(s.paths.strs)
+	w.paths.verdicts = make([][]int32, len(s.paths.verdicts))
+	w.paths.rules = make([][]policy.PathRule, len(s.paths.rules))
+	w.paths.byHome = nil
+	w.commands = make([][]int8, len(s.commands))
+	w.accountOf, w.progNames, w.binHash = nil, nil, nil
+	return &w
+}
+
 // fact is what the rules ask of one event.
 type fact struct {
 	path int32 // the id of the event's path for file events; -1 for none
@@ -150,7 +168,7 @@ func newFacts(in Input) *facts {
 		}
 	}
 	if r := in.Attribution; r != nil {
-		s.attr = newAttrIndex(r.Attributions)
+		s.attr = newAttrIndex(&r.Attributions)
 		for _, ca := range r.Calls {
 			if ca != nil && ca.Call != nil {
 				if _, ok := s.calls[ca.Call.ID]; !ok {
@@ -328,8 +346,7 @@ func (s *facts) walk() {
 		f := fact{path: -1, written: -1}
 		var call string
 		if s.attr != nil {
-			at := s.attr.at(e.Seq)
-			call, f.flags = attributedTo(at)
+			call, f.flags = attributedTo(s.attr.get(e.Seq))
 		}
 		switch {
 		case e.Kind == event.KindFollow:
@@ -398,11 +415,11 @@ func (s *facts) walk() {
 	}
 }
 
-// attributedTo returns the tool call of attribution at (nil: the
+// attributedTo returns the tool call of attribution at (!ok: the
 // attribution's default, unattributed) and the flags it sets.
-func attributedTo(at *correlate.Attribution) (call string, flags factFlags) {
+func attributedTo(at correlate.Attribution, ok bool) (call string, flags factFlags) {
 	switch {
-	case at == nil:
+	case !ok:
 		flags |= fUnattributed
 	case at.ToolCallID != "":
 		call = at.ToolCallID

@@ -85,7 +85,8 @@ func (s *facts) pathID(p string) int32 {
 }
 
 // addPath returns the id of path p, numbering it if it is new; -1 for "".
-// Only newFacts adds paths.
+// newFacts numbers the session's paths; a rule may add those a call named
+// (callAttempts), to its goroutine's own numbering (forWorker).
 func (s *facts) addPath(p string) int32 {
 	if p == "" {
 		return -1

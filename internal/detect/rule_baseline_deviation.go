@@ -30,7 +30,7 @@ func baselineDeviation(s *run) []Finding {
 			if s.attr == nil {
 				break
 			}
-			if at := s.attr.at(seq); at != nil && at.ToolCallID != "" {
+			if at, ok := s.attr.get(seq); ok && at.ToolCallID != "" {
 				call = at.ToolCallID
 				break
 			}

@@ -315,7 +315,7 @@ func (s *facts) learnWorkspace() {
 		if f.written < 0 {
 			continue
 		}
-		if at := s.attr.at(s.events[i].Seq); at != nil && at.ToolCallID != "" && at.Reason == correlate.ReasonInProcess {
+		if at, ok := s.attr.get(s.events[i].Seq); ok && at.ToolCallID != "" && at.Reason == correlate.ReasonInProcess {
 			s.addWorkspace(path.Dir(s.paths.strs[f.written]))
 		}
 	}

@@ -31,7 +31,15 @@ type Resolver struct {
 	byPID   map[uint32]*pidFDs
 	lastPID uint32
 	last    *pidFDs // byPID[lastPID]: events come in runs of one process
+	// spare are tables of exited processes, emptied, for the next
+	// processes: a session's processes are many and short-lived, and a
+	// report reading a million events runs without the collector (the
+	// tables made anew were 6 MiB).
+	spare []*pidFDs
 }
+
+// maxSpare bounds Resolver.spare.
+const maxSpare = 64
 
 // pidFDs are one pid's fds: the low ones by number, the rest in a map.
 type pidFDs struct {
@@ -56,7 +64,11 @@ func (r *Resolver) of(pid uint32, create bool) *pidFDs {
 		if !create {
 			return nil
 		}
-		f = &pidFDs{}
+		if n := len(r.spare); n > 0 {
+			f, r.spare = r.spare[n-1], r.spare[:n-1]
+		} else {
+			f = &pidFDs{}
+		}
 		r.byPID[pid] = f
 	}
 	r.lastPID, r.last = pid, f
@@ -99,6 +111,11 @@ func (r *Resolver) lookup(pid uint32, fd int64) (string, bool) {
 // Forget drops pid's descriptors: it exited, and its pid may come back
 // as another process.
 func (r *Resolver) Forget(pid uint32) {
+	if f := r.byPID[pid]; f != nil && len(r.spare) < maxSpare {
+		clear(f.low)
+		f.low, f.high = f.low[:0], nil
+		r.spare = append(r.spare, f)
+	}
 	delete(r.byPID, pid)
 	if r.lastPID == pid {
 		r.last = nil

@@ -184,12 +184,12 @@ func (b *builder) effectEvent(se ptrace.SpanEvent, o *spanOut, f effect) {
 	if f.n > 1 {
 		m.PutInt(attrCount, int64(f.n))
 	}
-	if o.group == rootGroup && b.ats[f.i].ToolCallID != "" {
+	if o.group == rootGroup && b.ats.At(f.i).ToolCallID != "" {
 		// A call's effect recorded after the call's span left.
-		putID(m, attrToolCallID, b.ats[f.i].ToolCallID)
+		putID(m, attrToolCallID, b.ats.At(f.i).ToolCallID)
 		putID(m, attrExecID, e.ExecID)
 	}
-	if at := &b.ats[f.i]; at.Reason == correlate.ReasonInProcess || at.AfterReturn || o.group == rootGroup {
+	if at := b.ats.At(f.i); at.Reason == correlate.ReasonInProcess || at.AfterReturn || o.group == rootGroup {
 		// The span's own basis does not cover this event: say its own.
 		b.attribution(m, b.ats, f.i)
 	}

@@ -93,7 +93,7 @@ type builder struct {
 	res   pcommon.Resource // the session's resource, shared by traces and logs
 
 	evs        []*event.Event
-	ats        []correlate.Attribution // aligned with evs; nil without a session
+	ats        *correlate.Attributions // aligned with evs; nil without a session
 	tree       *lineage.Tree
 	calls      map[string]*transcript.ToolCall
 	lastSeq    uint64
@@ -159,8 +159,8 @@ func (b *builder) index() {
 		}
 	}
 	if a.Attribution != nil {
-		b.evs, b.ats, b.tree = a.Attribution.Events, a.Attribution.Attributions, a.Attribution.Tree
-		if len(b.ats) != len(b.evs) {
+		b.evs, b.ats, b.tree = a.Attribution.Events, &a.Attribution.Attributions, a.Attribution.Tree
+		if b.ats.Len() != len(b.evs) {
 			b.ats = nil // not the attribution of these events: export none of them
 		}
 	}
@@ -249,7 +249,7 @@ func (b *builder) groupOf(i int) string {
 	if i < 0 || b.ats == nil {
 		return ""
 	}
-	at := &b.ats[i]
+	at := b.ats.At(i)
 	switch {
 	case at.ToolCallID != "":
 		if b.calls[at.ToolCallID] == nil {
@@ -491,11 +491,11 @@ func (b *builder) callActivity(m pcommon.Map, act *correlate.CallActivity) {
 }
 
 // attribution puts the basis of event i's attribution on m.
-func (b *builder) attribution(m pcommon.Map, ats []correlate.Attribution, i int) {
+func (b *builder) attribution(m pcommon.Map, ats *correlate.Attributions, i int) {
 	if i < 0 || ats == nil {
 		return
 	}
-	at := &ats[i]
+	at := ats.At(i)
 	putID(m, attrReason, string(at.Reason))
 	putID(m, attrDetail, at.Detail)
 	putID(m, attrConfidence, confidence(at.Reason, at.Detail))

@@ -214,12 +214,7 @@ func TestLeftoverReadAttributed(t *testing.T) {
 		StartedAt: call.TS.Add(-100 * time.Millisecond), EndedAt: call.TS.Add(200 * time.Millisecond),
 	}}}
 	attr := correlate.Attribute(evs, tr, res.Meta, correlate.Options{})
-	var at *correlate.Attribution
-	for i := range attr.Attributions {
-		if attr.Attributions[i].Seq == read.Seq {
-			at = &attr.Attributions[i]
-		}
-	}
+	at := attr.Of(read.Seq)
 	if at == nil || at.ToolCallID != "t1" || !at.AfterReturn {
 		t.Fatalf("the late read is attributed %+v, want t1 after return", at)
 	}

@@ -67,7 +67,7 @@ func (t *Timeline) procNode(p *lineage.Process, attr *correlate.Result, calls ma
 		if len(im.Events) == 0 {
 			continue
 		}
-		at := attr.Attributions[im.Events[0]]
+		at := attr.Attributions.At(int(im.Events[0]))
 		switch {
 		case at.ToolCallID != "":
 			call = calls[at.ToolCallID]

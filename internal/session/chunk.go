@@ -379,17 +379,38 @@ func b2u(b bool) uint64 {
 const binaryMaxVarint = 10
 
 // chunkDecoder turns chunks back into events. It shares the strings of
-// the strings table among every event it makes, and allocates events and
-// the pointer fields' values in slabs.
+// the strings table among every event it makes, allocates events and
+// their groups in slabs, and shares the pointer fields' values (shared).
 type chunkDecoder struct {
-	strs *pathTable
-	in   *interner
-	// the values of pointer fields, allocated together
-	u32   event.Slab[uint32]
-	i64   event.Slab[int64]
-	ints  event.Slab[int]
+	strs  *pathTable
+	in    *interner
+	u32   shared[uint32]
+	i64   shared[int64]
+	ints  shared[int]
 	objs  event.Slab[event.Object]
 	rings event.Slab[event.Ring]
+}
+
+// shared hands out pointers to the values of the events' pointer fields,
+// one pointer per value among those seen lately: a session's flags, modes
+// and results repeat (O_RDONLY|O_CLOEXEC, fd 3, -ENOENT), so most events
+// share a few values instead of carrying one each (12 MiB of a
+// million-event session). Nothing writes through an event's pointer
+// fields: they only tell a meaningful zero from none.
+type shared[T uint32 | int64 | int] struct {
+	slab   event.Slab[T]
+	recent [64]*T // by a hash of the value
+}
+
+// ptr returns a pointer to v.
+func (s *shared[T]) ptr(v T) *T {
+	i := uint64(v) * 0x9e3779b97f4a7c15 >> 58
+	if p := s.recent[i]; p != nil && *p == v {
+		return p
+	}
+	p := s.slab.Ptr(v)
+	s.recent[i] = p
+	return p
 }
 
 // errChunk is wrapped by a chunk decoding error.
@@ -496,11 +517,11 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fPathTruncated:
 			ev.PathTruncated = v != 0
 		case fUID:
-			ev.Process.UID = d.u32.Ptr(uint32(v))
+			ev.Process.UID = d.u32.ptr(uint32(v))
 		case fChildPID:
 			ev.Process.ChildPID = uint32(v)
 		case fExitCode:
-			ev.Process.ExitCode = d.ints.Ptr(int(protowire.DecodeZigZag(v)))
+			ev.Process.ExitCode = d.ints.ptr(int(protowire.DecodeZigZag(v)))
 		case fSignal:
 			ev.Process.Signal = int(protowire.DecodeZigZag(v))
 		case fDurationNS:
@@ -514,11 +535,11 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fWriteBytes:
 			ev.Process.WriteBytes = v
 		case fFlags:
-			ev.Flags = d.u32.Ptr(uint32(v))
+			ev.Flags = d.u32.ptr(uint32(v))
 		case fMode:
-			ev.Mode = d.u32.Ptr(uint32(v))
+			ev.Mode = d.u32.ptr(uint32(v))
 		case fResult:
-			ev.Result = d.i64.Ptr(protowire.DecodeZigZag(v))
+			ev.Result = d.i64.ptr(protowire.DecodeZigZag(v))
 		case fPort:
 			ev.Network.Port = uint16(v)
 		case fBytesSent:
@@ -562,9 +583,9 @@ func (d *chunkDecoder) event(b []byte, ev *event.Event, firstTS int64) error {
 		case fRingBytes:
 			ev.Ring.RingBytes = v
 		case fOwner:
-			ev.Attr.Owner = d.u32.Ptr(uint32(v))
+			ev.Attr.Owner = d.u32.ptr(uint32(v))
 		case fOwnerGroup:
-			ev.Attr.OwnerGroup = d.u32.Ptr(uint32(v))
+			ev.Attr.OwnerGroup = d.u32.ptr(uint32(v))
 		case fKeySerial:
 			ev.Key.KeySerial = int32(protowire.DecodeZigZag(v))
 		case fKeyRing:

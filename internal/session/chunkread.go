@@ -176,12 +176,21 @@ func (r *Reader) readChunks(ctx context.Context, c driverConn, strs *pathTable, 
 	workers := min(runtime.GOMAXPROCS(0), maxDecoders)
 	work := make(chan *chunkJob)
 	order := make(chan *chunkJob, 4*workers)
+	// spare holds the event lists of the chunks handed on, for the
+	// decoders to fill again: a million events' lists, never collected
+	// while the report reads (the command turns the collector off), were
+	// 8 MiB.
+	spare := make(chan []*event.Event, cap(order)+2*workers)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			d := &chunkDecoder{strs: strs, in: newInterner()}
 			for j := range work {
+				select {
+				case j.evs = <-spare:
+				default:
+				}
 				j.decode(d, strs)
 				close(j.done)
 			}
@@ -235,6 +244,11 @@ func (r *Reader) readChunks(ctx context.Context, c driverConn, strs *pathTable, 
 				return nil, err
 			}
 		}
+		select {
+		case spare <- j.evs[:0]:
+		default:
+		}
+		j.evs = nil
 	}
 	wg.Wait()
 	if scanErr != nil {
@@ -258,7 +272,9 @@ func (j *chunkJob) decode(d *chunkDecoder, strs *pathTable) {
 		j.bad = &Damage{FirstSeq: first, Count: count, Problem: "chunk fails its checksum (damaged or edited after recording); skipped"}
 		return
 	}
-	j.evs = make([]*event.Event, 0, count)
+	if cap(j.evs) < int(count) {
+		j.evs = make([]*event.Event, 0, count)
+	}
 	err := d.decode(j.data, first, int(count), j.row.firstTS, func(ev *event.Event) error {
 		j.evs = append(j.evs, ev)
 		return nil

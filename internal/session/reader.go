@@ -456,12 +456,11 @@ func readTx(ctx context.Context, c driverConn, read func(c driverConn, strs *pat
 			err = rerr
 		}
 	}()
-	in := newInterner()
-	strs, err := loadStrings(ctx, c, in)
+	strs, err := loadStrings(ctx, c)
 	if err != nil {
 		return err
 	}
-	return read(c, strs, in)
+	return read(c, strs, newInterner())
 }
 
 // matcher returns the test f makes of an event, nil when f selects all.
@@ -509,12 +508,15 @@ func (r stmtRows) Close() error { return errors.Join(r.Rows.Close(), r.st.Close(
 
 // loadStrings reads the strings table: the strings events refer to by
 // id. Rows SQLite cannot read are left out; the chunks whose strings
-// they were then fail their checksum.
-func loadStrings(ctx context.Context, c driverConn, in *interner) (*pathTable, error) {
+// they were then fail their checksum. The rows are not interned: the
+// writer numbers a string again only once its cache (maxInterned) started
+// over, so a map of every string (a few MiB of a million-event read)
+// would share next to nothing.
+func loadStrings(ctx context.Context, c driverConn) (*pathTable, error) {
 	t := &pathTable{dense: []string{""}}
 	err := tableScan{table: "strings", key: "id", cols: "s", ncols: 1,
 		row: func(id int64, vals []driver.Value) bool {
-			t.add(id, in.str(textCol(vals[0])))
+			t.add(id, textCol(vals[0]))
 			return true
 		},
 		bad: func(int64, error) bool { return true },

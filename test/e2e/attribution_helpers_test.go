@@ -146,7 +146,7 @@ func attrLog(t testing.TB, events []*event.Event, res *correlate.Result) {
 	sort.Strings(reasons)
 	t.Logf("counts: %s, after-return %d, unattributed listed %d", strings.Join(reasons, " "), res.AfterReturn, len(res.Unattributed))
 	details := map[string]int{}
-	for _, at := range res.Attributions {
+	for _, at := range res.Attributions.All() {
 		if at.Reason == correlate.ReasonUnattributed {
 			details[at.Detail]++
 		}

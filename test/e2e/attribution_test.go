@@ -125,8 +125,8 @@ func TestAttribution(t *testing.T) {
 					attrLog(t, events, res)
 				}
 			}()
-			if len(res.Attributions) != len(events) {
-				t.Fatalf("%d attributions for %d events", len(res.Attributions), len(events))
+			if res.Attributions.Len() != len(events) {
+				t.Fatalf("%d attributions for %d events", res.Attributions.Len(), len(events))
 			}
 
 			calls := attrMarkerCalls(t, tr)
