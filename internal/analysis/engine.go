@@ -154,7 +154,7 @@ func (e *Engine) Decide(ctx context.Context, final bool) (*Analysis, error) {
 		return nil, err
 	}
 	in := detect.Input{Events: a.Events, Transcript: tr, Attribution: a.Attribution, Meta: meta, Leftovers: e.left,
-		Policy: e.o.Policy, Verdicts: a.Verdicts, Baseline: a.Baseline}
+		Policy: e.o.Policy, Verdicts: a.Verdicts, Baseline: a.Baseline, Serial: !final}
 	in.Resolvers, in.Hosts = systemNames()
 	a.Findings = detect.Run(in)
 	return a, nil

@@ -47,6 +47,10 @@ type Input struct {
 	// read the files.
 	Resolvers []string
 	Hosts     map[string]string
+	// Serial runs the rules one after another on the caller's goroutine:
+	// the live analysis while the traced tree runs, which must not take a
+	// second core from it (docs/bench.md). Else they run on every core.
+	Serial bool
 }
 
 // Run applies every enabled rule and returns the findings sorted by
@@ -61,7 +65,7 @@ func Run(in Input) []Finding {
 			run = append(run, r)
 		}
 	}
-	found := runRules(s, run)
+	found := runRules(s, run, in.Serial)
 	var out []Finding
 	for i, r := range run {
 		override := Severity(s.pol.SeverityOverride(r.ID))
@@ -88,7 +92,7 @@ const maxRuleWorkers = 4
 // built (their memos apart, which each goroutine keeps its own of:
 // facts.forWorker), the rules run on every core: on a million events
 // they are most of the analysis's time.
-func runRules(s *facts, rs []*Rule) [][]Finding {
+func runRules(s *facts, rs []*Rule, serial bool) [][]Finding {
 	type result struct {
 		once sync.Once
 		fs   []Finding
@@ -120,7 +124,7 @@ func runRules(s *facts, rs []*Rule) [][]Finding {
 		return res.fs
 	}
 	workers := []*facts{s}
-	for len(workers) < min(runtime.GOMAXPROCS(0), maxRuleWorkers, len(rs)) {
+	for !serial && len(workers) < min(runtime.GOMAXPROCS(0), maxRuleWorkers, len(rs)) {
 		workers = append(workers, s.forWorker())
 	}
 	var next atomic.Int64
