@@ -241,8 +241,11 @@ func storm(dir string) ([]string, error) {
 
 // touch is one open/read/close, with raw syscalls: no epoll registration
 // or finalizer, just the three calls every tracer sees.
-func touch(path string, buf []byte) error {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func touch(path string, buf []byte) error { return touchMode(path, buf, syscall.O_RDONLY) }
+
+// touchMode is touch with the file opened for mode (O_RDONLY, O_RDWR).
+func touchMode(path string, buf []byte, mode int) error {
+	fd, err := syscall.Open(path, mode|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -293,6 +296,10 @@ type RateResult struct {
 
 // rateCmd opens files at a target rate (0: as fast as it can) with
 // workers goroutines, each on its own OS thread, pacing every millisecond.
+// The files are opened for reading and writing: polygraph counts a
+// process's repeated read-only opens of a file instead of recording them
+// (bpf/reopen.h), and this step measures how many records a second the
+// sensor takes without loss.
 func rateCmd(args []string) error {
 	fs := flag.NewFlagSet("rate", flag.ExitOnError)
 	dir := fs.String("dir", "", "the tree")
@@ -330,7 +337,7 @@ func rateCmd(args []string) error {
 					}
 				}
 				for k := 0; k < 64; k++ {
-					touch(paths[i%len(paths)], buf)
+					touchMode(paths[i%len(paths)], buf, syscall.O_RDWR)
 					i++
 					n++
 				}
