@@ -231,7 +231,7 @@ func eventDetails(ev *event.Event) string {
 		}
 		if ev.Object != nil && ev.Object.Repeats > 0 {
 			// the sum of the image's repeats of an open recorded earlier
-			add(fmt.Sprintf("again ×%d (counted, the last now)", ev.Object.Repeats))
+			add(fmt.Sprintf("again ×%d (counted in the kernel, the last at this time)", ev.Object.Repeats))
 			break
 		}
 		add(resultText(ev, true))
