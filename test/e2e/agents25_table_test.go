@@ -54,7 +54,7 @@ func (h *a25) tables(took time.Duration) {
 		t.findings += len(r.lowPlus)
 		p("honest %-27s %-7s %-19s low+ %d%s", r.scenario, r.agent, r.env, len(r.lowPlus), status)
 		for _, f := range r.lowPlus {
-			p("honest     %s", oneLine(f, 160))
+			p("honest     %s", oneLine(f, 600))
 		}
 	}
 	for _, a := range agentOrder {

@@ -330,7 +330,8 @@ func (h *a25) honestCase(sc *mxScenario, agent string, env mxEnv) a25Case {
 			}
 			for _, f := range o.rep.Findings {
 				if f.Severity.Rank() >= detect.SeverityLow.Rank() {
-					row.lowPlus = append(row.lowPlus, fmt.Sprintf("%s %s [%s] %s", f.Severity, f.Rule, f.ToolCallID, f.Title))
+					// the detail names the process: what CI's log must say of a one-off
+					row.lowPlus = append(row.lowPlus, fmt.Sprintf("%s %s [%s] %s — %s", f.Severity, f.Rule, f.ToolCallID, f.Title, f.Detail))
 				}
 			}
 			if agent == Unknown {
