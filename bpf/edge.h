@@ -526,6 +526,8 @@ static __always_inline void report_unix_send(struct proc_info *pi, struct sock_v
  * messages before the accept). Every other freed socket buffer on the
  * machine pays a look at its socket's family. A followed receiver that
  * the tree reaches again is followed for longer. */
+#define PIDTYPE_TGID 1
+
 SEC("tp_btf/consume_skb")
 int BPF_PROG(handle_consume_skb, struct sk_buff *skb, void *location)
 {
@@ -558,6 +560,13 @@ int BPF_PROG(handle_consume_skb, struct sk_buff *skb, void *location)
 		struct pid *sp = 0;
 		bpf_probe_read_kernel(&sp, sizeof(sp), &skb->cb);
 		if (!sp)
+			return 0;
+		/* The message holds the sender's struct pid, not its number: once
+		 * the sender is gone (no thread group on the pid any more) the
+		 * number may be another process's (pid_max is 32768 on many
+		 * hosts, and a busy one goes round it in a minute): a message whose
+		 * sender is gone names nobody. */
+		if (!BPF_CORE_READ(sp, tasks[PIDTYPE_TGID].first))
 			return 0;
 		sender = BPF_CORE_READ(sp, numbers[0].nr);
 	}
