@@ -39,22 +39,21 @@ type reopens struct {
 	opens   []counted
 }
 
-var (
-	hdrImageOff = int(unsafe.Offsetof(polygraphEvHeader{}.ImageNs))
-	pathInoOff  = int(unsafe.Offsetof(polygraphEvPath{}.Ino))
-	pathDevOff  = int(unsafe.Offsetof(polygraphEvPath{}.Dev))
-)
+// hdrImageOff is where a record's header keeps its image's start time,
+// which the decoded event has only inside its exec id.
+var hdrImageOff = int(unsafe.Offsetof(polygraphEvHeader{}.ImageNs))
 
 // noteCounted remembers ev, decoded from raw, an open the kernel marked
-// counted. Called before ev is handed on.
+// counted. Called before ev is handed on. The key is the kernel's: the
+// file's identity as noteGuarded keys it, the image from the header.
 func (s *Sensor) noteCounted(raw []byte, ev *event.Event) {
-	if s.reopen == nil || len(raw) < pathDevOff+4 || ev.Object == nil {
+	if s.reopen == nil || len(raw) < hdrImageOff+8 || ev.Object == nil {
 		return
 	}
 	k := polygraphSecOpenKey{
-		Ino:     binary.NativeEndian.Uint64(raw[pathInoOff:]),
+		Ino:     ev.Object.Ino,
 		ImageNs: binary.NativeEndian.Uint64(raw[hdrImageOff:]),
-		Dev:     binary.NativeEndian.Uint32(raw[pathDevOff:]),
+		Dev:     KernelDev(ev.Object.Dev),
 		Tgid:    ev.PID,
 	}
 	if ev.Flags != nil && *ev.Flags&oPath != 0 {
