@@ -876,10 +876,13 @@ static __always_inline void fifo_tracked(struct proc_info *pi, struct task_struc
  * pidfd_getfd took (pid and fd of the call), at the start of the record's
  * data: /proc/PID/fd/N, the path that would open it. */
 static const char taken_fmt[] = "/proc/%u/fd/%u";
+static const char pidfd_fmt[] = "/proc/%u";
+#define NO_FD 0xffffffffu /* taken_name's fd of a pidfd_open: the process, no descriptor */
 static __always_inline __u32 taken_name(struct scratch *s, __u32 pid, __u32 fd)
 {
 	__u64 args[2] = {pid, fd};
-	long n = bpf_snprintf((char *)&s->b[OFF(0)], 32, taken_fmt, args, sizeof(args));
+	long n = fd == NO_FD ? bpf_snprintf((char *)&s->b[OFF(0)], 32, pidfd_fmt, args, sizeof(args[0]))
+			     : bpf_snprintf((char *)&s->b[OFF(0)], 32, taken_fmt, args, sizeof(args));
 	return n > 0 ? n : 0;
 }
 
@@ -1495,7 +1498,7 @@ static __always_inline bool at_exit(long id)
 	case NR_link: case NR_linkat: case NR_symlink: case NR_symlinkat:
 	case NR_connect: case NR_bind: case NR_accept: case NR_accept4: case NR_socket:
 	case NR_sendto: case NR_write: case NR_sendmsg: case NR_sendmmsg: case NR_recvmsg:
-	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd:
+	case NR_open_by_handle_at: case NR_name_to_handle_at: case NR_pidfd_getfd: case NR_pidfd_open:
 	case NR_ptrace: case NR_process_vm_writev: case NR_process_vm_readv:
 	case NR_kill: case NR_tkill: case NR_tgkill: case NR_pidfd_send_signal:
 	case NR_bpf:
@@ -1738,6 +1741,15 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		 * was resolved): the attempt then names its target too */
 		return report(EV_OPEN, ret >= 0 || ret == -1 /* EPERM */ ? pidfd_target(A(0)) : 0, 0, A(1), 0, USER_FLAGS(ff) | FD_TAKEN, 0);
 	}
+	/* A refused pidfd_open is the first step of a pidfd_getfd that never
+	 * came (in the isolation's PID namespace, ESRCH for a process outside
+	 * it): an open of the process, named /proc/PID as a pidfd once was
+	 * (taken_name without a descriptor). One that worked is not recorded:
+	 * what the pidfd is used for is. */
+	case NR_pidfd_open:
+		if (ret >= 0)
+			return 0;
+		return report(EV_OPEN, (__u32)A(0), 0, NO_FD, 0, FD_TAKEN, 0);
 	case NR_name_to_handle_at:
 		return report(EV_HANDLE, A(0), A(1), NO_BASE, 0, A(4), 0);
 	/* Sends: the DNS message (still in the sender's memory when the

@@ -55,6 +55,7 @@
 #define NR_tgkill 234
 #define NR_pidfd_send_signal 424
 #define NR_pidfd_getfd 438
+#define NR_pidfd_open 434
 #define NR_bpf 321
 #define NR_pivot_root 155
 #define NR_mount 165
@@ -134,6 +135,7 @@
 #define NR_tgkill 131
 #define NR_pidfd_send_signal 424
 #define NR_pidfd_getfd 438
+#define NR_pidfd_open 434
 #define NR_bpf 280
 #define NR_umount2 39
 #define NR_mount 40

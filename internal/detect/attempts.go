@@ -94,16 +94,27 @@ func otherProcFile(e *event.Event) (pid int, what string, ok bool) {
 // /proc file (otherProcFile) that the kernel refused, and what the file
 // is: refused for want of permission, or not there because the
 // isolation's own PID namespace does not show a process outside the tree.
+// A pidfd_open refused there (ESRCH; the sensor names it /proc/PID, the
+// open of the process itself) is the first step of taking the files the
+// process holds open (pidfd_getfd), stopped before any names one.
 func (s *facts) refusedProcOpen(e *event.Event) (what string, ok bool) {
 	if e.Kind != event.KindOpen || !e.Failed() || !strings.HasPrefix(e.Path, "/proc/") {
 		return "", false
 	}
+	isolated := s.in.Meta.Isolation != nil && s.in.Meta.Isolation.PIDNamespace
 	switch *e.Result {
 	case -13, -1:
 	case -2:
-		if iso := s.in.Meta.Isolation; iso == nil || !iso.PIDNamespace {
+		if !isolated {
 			return "", false
 		}
+	case -3: // ESRCH: only pidfd_open's record has it
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Path, "/proc/"))
+		if !isolated || err != nil || n <= 0 || uint32(n) == e.PID {
+			return "", false
+		}
+		return fmt.Sprintf("process %d itself (pidfd_open, the first step of copying the files it holds open with pidfd_getfd), "+
+			"not in the isolation's PID namespace", n), true
 	default:
 		return "", false
 	}

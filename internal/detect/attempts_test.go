@@ -96,6 +96,27 @@ func TestAttempts(t *testing.T) {
 			check: blockedTitles,
 		},
 		{
+			name: "another process opened with pidfd_open, refused in the isolation's PID namespace",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				b.iso.PIDNamespace = true
+				sh := tree(b, "python3 take_fd.py")
+				sh.openFail("/proc/4242", "read", 3)
+				sh.openFail("/proc/200", "read", 3) // its own
+			},
+			want:  []string{"medium sensitive-read"},
+			check: blockedTitles,
+		},
+		{
+			name: "a pidfd_open of a process gone, not isolated",
+			build: func(b *builder) {
+				sh := tree(b, "python3 take_fd.py")
+				sh.openFail("/proc/4242", "read", 3)
+			},
+			want: nil,
+		},
+		{
 			name: "a kernel helper registered where the namespace has no binfmt_misc",
 			build: func(b *builder) {
 				sh := tree(b, "echo :x:E::job::/tmp/h: > /proc/sys/fs/binfmt_misc/register")

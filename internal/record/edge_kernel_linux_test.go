@@ -281,6 +281,32 @@ func TestPidfdGetfdSecret(t *testing.T) {
 	}
 }
 
+// TestPidfdOpenRefused: a pidfd_open the kernel refuses (a pid no
+// process has: in an isolated session, one outside its PID namespace) is
+// recorded as a failed open of the process, /proc/PID, with ESRCH; one
+// that works is not recorded (what the pidfd is then used for is).
+func TestPidfdOpenRefused(t *testing.T) {
+	dir, bin := buildTricks(t)
+	const gone = 4194000 // above any pid_max: no process has it
+	self := "$$"
+	_, evs := recordWith(t, Options{Command: []string{"sh", "-c",
+		fmt.Sprintf("%s getfd %d 3; %s getfd %s 999; true", bin, gone, bin, self)}, Dir: dir, KeepCaps: true})
+	want := fmt.Sprintf("/proc/%d", gone)
+	refused := find(evs, func(e *event.Event) bool { return e.Kind == event.KindOpen && e.Path == want })
+	if refused == nil {
+		t.Fatalf("no open of %s recorded for the refused pidfd_open", want)
+	}
+	if refused.Comm != "tricks" || refused.Result == nil || *refused.Result != -3 {
+		t.Errorf("refused pidfd_open = comm %q result %v, want tricks, -3 (ESRCH)", refused.Comm, refused.Result)
+	}
+	for _, e := range evs {
+		if e.Kind == event.KindOpen && e.Comm == "tricks" && e.Result != nil && *e.Result >= 0 &&
+			strings.HasPrefix(e.Path, "/proc/") && !strings.Contains(e.Path, "/fd/") {
+			t.Errorf("a pidfd_open that worked was recorded: %s", e.Path)
+		}
+	}
+}
+
 // TestSCMRightsSecret: an outside process hands the tree a pipe's end, an
 // ordinary file and an SSH key (a file directly in the guarded ~/.ssh) in
 // one SCM_RIGHTS message over a Unix socket; the tree reads all three.
