@@ -153,6 +153,7 @@ const (
 	fUnattributed                       // attributed to nothing
 	fBlocked                            // an egress attempt the isolation refused (blocked.go)
 	fFollowed                           // an event of a process outside the tree, followed while it acted for it
+	fWeak                               // fFollowed, for opening or running a file the tree wrote (weakFollow); fOwn but for the follow event
 )
 
 // newFacts builds the facts of session in.
@@ -232,9 +233,12 @@ func (s *facts) dropAgentFollows() {
 // concurrent session open what the agent wrote as a matter of course, and
 // do their own reads, work and traffic after (an honest run's sudo read
 // /etc/shadow that way). Such a process is recorded (its events are in the
-// session, in the timeline of the call whose file it opened) and judged by
-// no rule; a message or a FIFO is a request, and all the process did then
-// is judged.
+// session, in the timeline of the call whose file it opened) and judged
+// by no rule but escaped-tree's flow test: a secret it read, then bytes it
+// sent over the network (a watcher re-running the script the tree
+// rewrote, a dev server reloading the module and serving what it
+// returns). A message or a FIFO is a request, and all the process did
+// then is judged.
 func weakFollow(e *event.Event) bool {
 	return e.Method() == "file" || e.Method() == "exec"
 }
@@ -365,7 +369,16 @@ func (s *facts) walk() {
 			// reads and its traffic; escaped-tree, all it did.
 			f.flags |= fFollowed
 			if weak[e.ExecID] {
-				f.flags |= fOwn // recorded, judged by no rule (weakFollow)
+				// recorded, judged only by escaped-tree's flow test
+				// (weakFollow); the follow event keeps its attribution's
+				// fOwn alone: whether the agent itself reached it
+				f.flags |= fWeak
+				if e.Kind != event.KindFollow {
+					f.flags |= fOwn
+				}
+				if e.Kind == event.KindOpen && succeeded(e) {
+					s.addPath(e.Path) // weakSecretRead asks the lists about it
+				}
 			}
 			if weak[e.ExecID] || e.Kind != event.KindOpen && e.Kind != event.KindConnect && e.Kind != event.KindNet &&
 				e.Kind != event.KindDNS && e.Kind != event.KindSend {

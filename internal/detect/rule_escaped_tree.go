@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/policy"
@@ -14,8 +15,8 @@ func init() {
 	register(&Rule{
 		ID:       "escaped-tree",
 		Scope:    ScopeEvent,
-		Kinds:    []event.Kind{event.KindConnect, event.KindPeer, event.KindFollow, event.KindOpen, event.KindExec, event.KindSend},
-		Summary:  "the tree reached a process outside it over a Unix socket or a FIFO, which can act for it unrecorded (a terminal multiplexer's server, a helper started before the session, a container daemon), or a process outside it that the tree reached (a message, a FIFO, a file the tree wrote) acted for it while followed: it executed a program, read a secret or sent data out",
+		Kinds:    []event.Kind{event.KindConnect, event.KindPeer, event.KindFollow, event.KindOpen, event.KindExec, event.KindSend, event.KindNet},
+		Summary:  "the tree reached a process outside it over a Unix socket or a FIFO, which can act for it unrecorded (a terminal multiplexer's server, a helper started before the session, a container daemon), or a process outside it that the tree reached (a message, a FIFO) acted for it while followed: it executed a program, read a secret or sent data out; or one that only opened a file the tree wrote (a watcher re-running a script, a dev server reloading a module) read a secret and then sent data over the network",
 		Severity: SeverityMedium,
 		Frameworks: Frameworks{ATTACK: []string{"T1559"}, ATLAS: []string{"AML.T0053"},
 			OWASPLLM: []string{"LLM06"}, SAIF: []string{saifRogue}},
@@ -97,6 +98,27 @@ func escapedTree(s *run) []Finding {
 	return out
 }
 
+// weakSecretRead reports whether events[i], an event of a process
+// followed for opening a file the tree wrote (weakFollow, whose events no
+// other rule judges), read a credential file: by a name the sensitive
+// list matches, or by the identity of one the session knew (secretMatch),
+// its own client's read or not. An agent's configuration, and any read
+// by an agent program (another agent on the host, at its own start-up),
+// is not one.
+func (s *run) weakSecretRead(i int) bool {
+	e := s.events[i]
+	if e.Kind != event.KindOpen || !succeeded(e) || !strings.Contains(e.Access, "read") ||
+		s.pol.AgentProgram(s.programNames(e.ExecID)) {
+		return false
+	}
+	id := s.pathID(e.Path)
+	if _, _, ok := s.secretMatch(setAgentConfig, i, id); ok {
+		return false
+	}
+	_, _, ok := s.secretMatch(setSensitive, i, id)
+	return ok
+}
+
 // anyName reports whether any of names is one of set.
 func anyName(set, names []string) bool {
 	for _, n := range names {
@@ -121,24 +143,32 @@ var followChannels = map[string]string{"unix_stream": "a Unix stream socket", "u
 // or a connection or datagram out of the tree (not DNS, not to a server of
 // the tree's, not allowed by the policy) is high, an exec medium. A
 // followed process the policy lists as a system service (unix_peers) is
-// judged on secret reads only; one followed for opening or running a file
-// the tree wrote (weakFollow) is not judged. It adds to g under the key the channel's own
-// finding has (the outside process and the asking call) and returns, per
-// key, what the process did.
+// judged on secret reads only. One followed for opening or running a file
+// the tree wrote (weakFollow) was asked nothing, and is judged on the
+// flow alone: a secret it read (weakSecretRead) and then bytes it sent
+// over the network (a connection, a datagram, or what it wrote on a
+// connection it accepted: a dev server's answer to the tree's own
+// request) are high; either alone, or anything else it did, nothing. It
+// adds to g under the key the channel's own finding has (the outside
+// process and the asking call) and returns, per key, what the process did.
 func followedActs(s *run, g *groups) map[string]string {
 	secrets := secretReadSeqs(s.needs)
 	acted := map[string]string{}
 	for i := range s.byEvent {
 		f := s.events[i]
-		if f.Kind != event.KindFollow || s.byEvent[i].flags&fOwn != 0 || weakFollow(f) {
+		if f.Kind != event.KindFollow || s.byEvent[i].flags&fOwn != 0 {
 			continue
 		}
+		weak := weakFollow(f)
 		names := policy.ProgramNames(f.TargetExe(), nil)
 		service := f.TargetExe() != "" && s.pol.UnixPeer(names)
 		var seqs []uint64
 		var did []string
 		sev := SeverityInfo
 		var file string
+		// weak: the flow, the first secret read and the last send (the
+		// subtree's images are not in time order)
+		var readAt, sentAt time.Time
 		for _, im := range s.tree.Subtree(f.ExecID) {
 			for _, j := range im.Events {
 				e := s.events[j]
@@ -147,12 +177,19 @@ func followedActs(s *run, g *groups) map[string]string {
 				}
 				var what string
 				switch {
-				case secrets[e.Seq]:
+				case secrets[e.Seq] || weak && s.weakSecretRead(int(j)):
 					what, sev = "read "+e.Path, SeverityHigh
+					if readAt.IsZero() || e.TS.Before(readAt) {
+						readAt = e.TS
+					}
 				case service:
-				case (isEgress(e) || e.Kind == event.KindSend && (e.Family() == "ipv4" || e.Family() == "ipv6")) &&
+				case (isEgress(e) || (e.Kind == event.KindSend || weak && e.Kind == event.KindNet && e.BytesSent() > 0) &&
+					(e.Family() == "ipv4" || e.Family() == "ipv6")) &&
 					offTree(s.facts, e) && !s.allowed(e, s.peerOf(e)):
 					what, sev = "sent to "+s.peerOf(e).display(e), SeverityHigh
+					if e.TS.After(sentAt) {
+						sentAt = e.TS
+					}
 				case e.Kind == event.KindExec:
 					what = "executed " + e.Path
 					if sev.Rank() < SeverityMedium.Rank() {
@@ -167,7 +204,7 @@ func followedActs(s *run, g *groups) map[string]string {
 				}
 			}
 		}
-		if sev.Rank() < SeverityMedium.Rank() {
+		if sev.Rank() < SeverityMedium.Rank() || weak && (readAt.IsZero() || sentAt.Before(readAt)) {
 			continue
 		}
 		peer := fmt.Sprintf("pid %d", f.PID)

