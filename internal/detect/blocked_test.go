@@ -65,3 +65,43 @@ func TestBlocked(t *testing.T) {
 		},
 	})
 }
+
+// TestBlockedLocalServer: a refused loopback connect names the process
+// outside the tree that listened there (the isolation's denials have it),
+// and not one of the tree's own.
+func TestBlockedLocalServer(t *testing.T) {
+	build := func(listener uint32) func(b *builder) {
+		return func(b *builder) {
+			b.iso = isolated()
+			b.iso.Denied = []manifest.Denial{{Dest: "127.0.0.1:43899", Hook: "connect4", Protocol: 6, Count: 1, PID: 200,
+				ListenerPID: listener, ListenerExe: "/usr/bin/python3.11"}}
+			ag := b.agent(100, "/usr/local/bin/claude")
+			b.shell("t1", "curl http://127.0.0.1:43899/")
+			sh := ag.spawn(200, "t1", "/usr/bin/curl", "curl", "http://127.0.0.1:43899/")
+			sh.b.emit(sh, &event.Event{Kind: event.KindConnect, Result: event.Ptr(int64(-1)),
+				Network: &event.Network{Family: "ipv4", Proto: "tcp", Addr: "127.0.0.1", Port: 43899}})
+		}
+	}
+	runCases(t, []ruleCase{
+		{
+			name:  "a dev server outside the tree",
+			build: build(4321),
+			want:  []string{"medium unexpected-egress"},
+			check: func(t *testing.T, fs []Finding) {
+				if !fs[0].Blocked || !strings.Contains(fs[0].Detail, "python3.11 (pid 4321) listens there") {
+					t.Errorf("%+v", fs[0])
+				}
+			},
+		},
+		{
+			name:  "the tree's own server",
+			build: build(200),
+			want:  []string{"medium unexpected-egress"},
+			check: func(t *testing.T, fs []Finding) {
+				if strings.Contains(fs[0].Detail, "listens there") {
+					t.Errorf("the tree's own process named as outside: %+v", fs[0])
+				}
+			},
+		},
+	})
+}

@@ -2,7 +2,9 @@ package detect
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -33,6 +35,7 @@ func init() {
 // reports it.
 type egressDest struct {
 	display, who, call, why string
+	dest                    string // addr:port as the isolation's denials name it
 	low, weak, after        bool
 	blocked                 bool     // the isolation refused it (blocked.go)
 	sends                   []string // what the tree sent there, when not a connect
@@ -143,6 +146,9 @@ func unrecordedPeer(e *event.Event) bool {
 func newEgressDest(s *run, e *event.Event, p peer, weak bool) *egressDest {
 	call, who := s.actor(e)
 	d := &egressDest{display: p.display(e), who: who, call: call}
+	if a, err := netip.ParseAddr(e.Addr()); err == nil {
+		d.dest = netip.AddrPortFrom(a, e.Port()).String()
+	}
 	if unrecordedPeer(e) {
 		d.display = "an unrecorded destination"
 	}
@@ -173,6 +179,9 @@ func egressFinding(s *run, d *egressDest) Finding {
 	detail := fmt.Sprintf("%s %s %s, %s", d.who, how, d.display, covered)
 	if d.blocked {
 		detail = fmt.Sprintf("%s tried to connect to %s, %s; the isolation refused it (EPERM)", d.who, d.display, covered)
+		if l := outsideListener(s, d.dest); l != "" {
+			detail += "; " + l + " listens there, a process outside the tree that would have acted for it unrecorded"
+		}
 	}
 	switch {
 	case d.low && d.after:
@@ -243,4 +252,29 @@ func declaredFetch(calls map[string]*transcript.ToolCall, id, host string) bool 
 		}
 	}
 	return false
+}
+
+// outsideListener names the process the isolation's denials say listened
+// on dest (a refused loopback connect's address) when the session ended,
+// "" for none or for one of the tree's own processes.
+func outsideListener(s *run, dest string) string {
+	iso := s.in.Meta.Isolation
+	if iso == nil || dest == "" {
+		return ""
+	}
+	for _, d := range iso.Denied {
+		if d.Dest != dest || d.ListenerPID == 0 {
+			continue
+		}
+		for i, e := range s.events {
+			if e.PID == d.ListenerPID && e.Kind != event.KindFollow && !s.followedAt(i) {
+				return "" // the tree's own server
+			}
+		}
+		if d.ListenerExe != "" {
+			return fmt.Sprintf("%s (pid %d)", path.Base(d.ListenerExe), d.ListenerPID)
+		}
+		return fmt.Sprintf("pid %d", d.ListenerPID)
+	}
+	return ""
 }

@@ -127,6 +127,11 @@ type Denial struct {
 	Protocol int    `json:"protocol"`
 	Count    uint64 `json:"count"`
 	PID      uint32 `json:"pid"` // the first process refused
+	// Listener is the process outside the tree that listened on a
+	// refused loopback Dest when the session ended (the tree tried to
+	// reach it: a dev server, a helper started before the session).
+	ListenerPID uint32 `json:"listener_pid,omitempty"`
+	ListenerExe string `json:"listener_exe,omitempty"`
 }
 
 // Kill is one process the kernel killed at a kill rule's match.

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"github.com/polygraph/polygraph/internal/procfs"
 	"log/slog"
 	"net"
 	"os"
@@ -274,6 +275,13 @@ func (iso *isolation) collect(w *session.Writer) {
 		md := manifest.Denial{Hook: d.Hook, Protocol: d.Protocol, Count: d.Count, PID: d.PID}
 		if d.Dest.IsValid() {
 			md.Dest = d.Dest.String()
+			if d.Dest.Addr().Unmap().IsLoopback() && (d.Hook == "connect4" || d.Hook == "connect6") {
+				// Who the tree tried to reach on this host: a process
+				// outside the tree serving that port.
+				if l, ok := procfs.ListenerOf(d.Dest); ok {
+					md.ListenerPID, md.ListenerExe = uint32(l.PID), l.Exe
+				}
+			}
 		}
 		iso.info.Denied = append(iso.info.Denied, md)
 	}

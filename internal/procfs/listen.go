@@ -1,0 +1,103 @@
+package procfs
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Listener is the process that listens on a TCP address, as /proc shows it
+// now: the session's egress denials name who would have answered a
+// refused loopback connect (a dev server, a helper started before the
+// session).
+type Listener struct {
+	PID int
+	Exe string // /proc/PID/exe, "" when it could not be read
+}
+
+// ListenerOf finds the process listening on ap (or on the unspecified
+// address at ap's port) in polygraph's own network namespace:
+// /proc/net/tcp and tcp6 give the listening socket's inode, and the first
+// process holding that socket (by /proc/PID/fd) is its listener. ok is
+// false when no socket listens there or no process could be found (it
+// is in another PID namespace, or exited).
+func ListenerOf(ap netip.AddrPort) (Listener, bool) {
+	inode := ""
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		if inode = listeningInode(f, ap); inode != "" {
+			break
+		}
+	}
+	if inode == "" {
+		return Listener{}, false
+	}
+	want := "socket:[" + inode + "]"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name() + "/fd/"
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
+				exe, _ := os.Readlink("/proc/" + e.Name() + "/exe")
+				return Listener{PID: pid, Exe: exe}, true
+			}
+		}
+	}
+	return Listener{}, false
+}
+
+// listeningInode returns the inode of the socket in table file (the
+// format of /proc/net/tcp) that listens on ap or on its port at the
+// unspecified address, "" for none.
+func listeningInode(file string, ap netip.AddrPort) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // the header
+	for sc.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 10 || fs[3] != "0A" { // TCP_LISTEN
+			continue
+		}
+		addr, ok := parseSockAddr(fs[1])
+		if !ok || addr.Port() != ap.Port() {
+			continue
+		}
+		if a := addr.Addr().Unmap(); a == ap.Addr().Unmap() || a.IsUnspecified() {
+			return fs[9]
+		}
+	}
+	return ""
+}
+
+// parseSockAddr parses a /proc/net/tcp address: the address's 32-bit
+// words in hex, each in host byte order, a colon, the port in hex.
+func parseSockAddr(s string) (netip.AddrPort, bool) {
+	h, p, ok := strings.Cut(s, ":")
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	raw, err2 := hex.DecodeString(h)
+	if err != nil || err2 != nil || len(raw) != 4 && len(raw) != 16 {
+		return netip.AddrPort{}, false
+	}
+	b := make([]byte, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.NativeEndian.PutUint32(b[i:], binary.BigEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return netip.AddrPortFrom(a, uint16(port)), true
+}

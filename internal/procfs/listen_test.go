@@ -1,0 +1,52 @@
+package procfs
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+)
+
+func TestParseSockAddr(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the fixtures are little-endian /proc/net/tcp lines")
+	}
+	for in, want := range map[string]string{
+		"0100007F:ABCD":                         "127.0.0.1:43981",
+		"00000000:0016":                         "0.0.0.0:22",
+		"00000000000000000000000001000000:1F90": "[::1]:8080",
+	} {
+		got, ok := parseSockAddr(in)
+		if !ok || got.String() != want {
+			t.Errorf("parseSockAddr(%q) = %v, %v; want %s", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "0100007F", "zz00007F:0001", "0100:0001"} {
+		if _, ok := parseSockAddr(bad); ok {
+			t.Errorf("parseSockAddr(%q) parsed", bad)
+		}
+	}
+}
+
+// TestListenerOf listens on loopback and finds itself, and finds nothing
+// on a port nothing listens on.
+func TestListenerOf(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback listener: %v", err)
+	}
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	l, ok := ListenerOf(ap)
+	if !ok || l.PID != os.Getpid() {
+		t.Fatalf("ListenerOf(%s) = %+v, %v; want pid %d", ap, l, ok, os.Getpid())
+	}
+	exe, _ := os.Executable()
+	if l.Exe != exe {
+		t.Errorf("exe %q, want %q", l.Exe, exe)
+	}
+	ln.Close()
+	if l, ok := ListenerOf(ap); ok {
+		t.Errorf("closed listener still found: %+v", l)
+	}
+}
