@@ -20,6 +20,14 @@
  *    (or below a directory in it). The open has happened: the file is
  *    open and, with O_TRUNC, truncated, and with O_CREAT created; the
  *    process dies on its way back to user space, before it can write.
+ *  - tp_btf/sys_exit, with cfg.unix_edge, stops (SIGSTOP) the caller of a
+ *    Unix stream or seqpacket connect that reached a listener outside the
+ *    session's cgroup, before it can send a byte, and tells user space
+ *    through the gate ring buffer (GATE_UNIX, the listener's pid), which
+ *    continues it when the policy allows that peer (the system's own
+ *    services) and kills it otherwise: a process started before the
+ *    session (a terminal multiplexer's server, a helper) acts for no one
+ *    inside it.
  *
  * Files and directories are matched by (device, inode), which user space
  * resolves from the rule's paths at start: a hard link or a symlink to a
@@ -57,8 +65,8 @@ struct ino_key {
 enum { KILL_EXEC = 1, KILL_WRITE = 2, KILL_UNGATED = 3 };
 
 struct cfg {
-	__u32 gate; /* stop every exec for user space to verify */
-	__u32 pad;
+	__u32 gate;	 /* stop every exec for user space to verify */
+	__u32 unix_edge; /* stop a Unix connect to a listener outside the session for user space to judge */
 };
 
 struct kill_rec {
@@ -68,10 +76,15 @@ struct kill_rec {
 	struct ino_key file; /* the file that matched */
 };
 
+/* What a stopped process waits on user space for (gate_ev.what). */
+enum { GATE_EXEC = 0, GATE_UNIX = 1 };
+
 struct gate_ev {
 	__u32 pid; /* tgid */
 	__u32 tid;
 	__u64 ns;
+	__u32 what; /* GATE_* */
+	__u32 peer; /* GATE_UNIX: the listener's pid (tgid), 0 when it is gone */
 };
 
 struct {
@@ -188,6 +201,8 @@ int BPF_PROG(enforce_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	e->pid = pt >> 32;
 	e->tid = (__u32)pt;
 	e->ns = bpf_ktime_get_boot_ns();
+	e->what = GATE_EXEC;
+	e->peer = 0;
 	bpf_send_signal(SIGSTOP);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -221,5 +236,77 @@ int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
 	struct ino_key k = {};
 	if (matches(&kill_write, f, &k))
 		kill(KILL_WRITE, &k);
+	return 0;
+}
+
+#define AF_UNIX 1
+#define SOCK_STREAM 1
+#define SOCK_SEQPACKET 5
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* fd_sock returns the socket behind the current process's descriptor fd,
+ * or 0. */
+static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
+{
+	struct files_struct *files = t->files;
+	if (!files || fd < 0)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if ((unsigned long)fd >= fdt->max_fds)
+		return 0;
+	struct file *f = 0;
+	struct file **fds = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *sock = BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(sock, sk);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(enforce_connect, struct pt_regs *regs, long ret)
+{
+	if (ret != 0 || SYSNR(regs) != NR_connect || !in_session())
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct sock *sk = fd_sock(t, SYSARG0(regs));
+	if (!sk || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX)
+		return 0;
+	__u16 type = BPF_CORE_READ(sk, sk_type);
+	if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
+		return 0;
+	/* The kernel copies the listener's pid (the process that called
+	 * listen) into the connecting socket. */
+	struct pid *pp = BPF_CORE_READ(sk, sk_peer_pid);
+	__u32 peer = 0;
+	if (pp) {
+		peer = BPF_CORE_READ(pp, numbers[0].nr);
+		struct hlist_node *first = BPF_CORE_READ(pp, tasks[0].first);
+		if (first) {
+			struct task_struct *pt = (void *)first - bpf_core_field_offset(struct task_struct, pid_links);
+			__u64 cg = BPF_CORE_READ(pt, cgroups, dfl_cgrp, kn, id);
+			if (bpf_map_lookup_elem(&session_cg, &cg))
+				return 0; /* the session's own listener */
+		} else {
+			peer = 0; /* gone: its number may be another's now */
+		}
+	}
+	struct cfg *c = get_cfg();
+	if (!c || !c->unix_edge)
+		return 0;
+	struct gate_ev *e = bpf_ringbuf_reserve(&gate, sizeof(*e), 0);
+	if (!e) {
+		kill(KILL_UNGATED, 0);
+		return 0;
+	}
+	__u64 pt = bpf_get_current_pid_tgid();
+	e->pid = pt >> 32;
+	e->tid = (__u32)pt;
+	e->ns = bpf_ktime_get_boot_ns();
+	e->what = GATE_UNIX;
+	e->peer = peer;
+	bpf_send_signal(SIGSTOP);
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -267,6 +267,20 @@ struct signal_struct {
 	struct task_io_accounting ioac;
 };
 
+/* A process's cgroup v2 (the default hierarchy's): its kernfs node's id
+ * is the cgroup's id, bpf_get_current_cgroup_id's. */
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
+
 struct task_struct {
 	unsigned int flags;
 	struct sched_entity se;
@@ -285,6 +299,7 @@ struct task_struct {
 	struct task_io_accounting ioac;
 	struct hlist_node pid_links[4];
 	struct pid *thread_pid;
+	struct css_set *cgroups;
 };
 
 struct linux_binprm {

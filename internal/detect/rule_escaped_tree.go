@@ -76,8 +76,16 @@ func escapedTree(s *run) []Finding {
 			sev, why = SeverityHigh, "it runs any command it is sent, in shells of its own that are not traced"
 		}
 		call, who := s.actor(e)
-		g.add(fmt.Sprint(e.PeerPID())+"\x00"+s.actorKey(e), func() *accessGroup {
-			return &accessGroup{path: peer, who: who, call: call, sev: sev, note: joinNote("through "+channel, why)}
+		blocked := e.Kind == event.KindConnect && s.unixRefused(e.PID, e.PeerPID())
+		if blocked {
+			why = joinNote(why, "the isolation stopped it before it could send and killed it (a listener outside the session that the policy's unix_peers do not name)")
+		}
+		key := fmt.Sprint(e.PeerPID()) + "\x00" + s.actorKey(e)
+		if blocked {
+			key += "\x00blocked"
+		}
+		g.add(key, func() *accessGroup {
+			return &accessGroup{path: peer, who: who, call: call, sev: sev, note: joinNote("through "+channel, why), blocked: blocked}
 		}, e.Seq)
 	}
 	acted := followedActs(s, &g)
@@ -88,12 +96,21 @@ func escapedTree(s *run) []Finding {
 		x.seqs = slices.Compact(x.seqs)
 		detail := fmt.Sprintf("%s reached %s, a process outside the traced tree, %s. The process on the other end can act for the tree "+
 			"(run commands, read files, send data) and nothing it does is recorded.", x.who, x.path, x.note)
+		if x.blocked {
+			detail = fmt.Sprintf("%s reached %s, a process outside the traced tree, %s.", x.who, x.path, x.note)
+		}
 		if a := acted[k]; a != "" {
 			detail = fmt.Sprintf("%s reached %s, a process outside the traced tree, %s. It was followed from then on (what it does "+
 				"is recorded as the tree's, for 10 s after the tree last reached it) and acted for the tree: %s.", x.who, x.path, x.note, a)
 		}
 		escalated := x.sev == SeverityHigh
-		out = append(out, s.finding(x.sev, "Reached a process outside the tree: "+x.path, detail, x.call, capped(x.seqs, 20), escalated))
+		title := "Reached a process outside the tree: " + x.path
+		if x.blocked {
+			title += " (blocked)"
+		}
+		f := s.finding(x.sev, title, detail, x.call, capped(x.seqs, 20), escalated)
+		f.Blocked = x.blocked
+		out = append(out, f)
 	}
 	return out
 }
@@ -117,6 +134,22 @@ func (s *run) weakSecretRead(i int) bool {
 	}
 	_, _, ok := s.secretMatch(setSensitive, i, id)
 	return ok
+}
+
+// unixRefused reports whether the isolation killed process pid for a
+// Unix connect to listener peer outside the session (the session's
+// isolation metadata: a kill of What "unix").
+func (s *run) unixRefused(pid, peer uint32) bool {
+	iso := s.in.Meta.Isolation
+	if iso == nil {
+		return false
+	}
+	for _, k := range iso.Killed {
+		if k.What == "unix" && k.PID == pid && k.Target == peer {
+			return true
+		}
+	}
+	return false
 }
 
 // anyName reports whether any of names is one of set.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/polygraph/polygraph/internal/correlate"
 	"github.com/polygraph/polygraph/internal/event"
+	"github.com/polygraph/polygraph/internal/manifest"
 )
 
 // unixConnect emits a Unix connect that reached peer (outside the tree).
@@ -45,6 +46,24 @@ func TestEscapedTree(t *testing.T) {
 			want: []string{"high escaped-tree"}, // a multiplexer runs what it is sent
 			check: func(t *testing.T, fs []Finding) {
 				if !strings.Contains(fs[0].Title, "tmux (pid 42)") || fs[0].ToolCallID != "t1" {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+		{
+			name: "isolated: the Unix connect to a multiplexer's server was stopped and killed",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				b.iso.Killed = []manifest.Kill{{PID: 200, What: "unix", Path: "/usr/bin/tmux", Target: 42}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "tmux run-shell 'curl x'")
+				tm := ag.spawn(200, "t1", "/usr/bin/tmux", "tmux", "run-shell", "curl x")
+				tm.unixConnect("/tmp/tmux-0/default", 42, "/usr/bin/tmux")
+			},
+			want: []string{"high escaped-tree"},
+			check: func(t *testing.T, fs []Finding) {
+				if !fs[0].Blocked || !strings.HasSuffix(fs[0].Title, "tmux (pid 42) (blocked)") || !strings.Contains(fs[0].Detail, "killed it") {
 					t.Errorf("finding %+v", fs[0])
 				}
 			},

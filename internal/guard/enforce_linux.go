@@ -22,6 +22,9 @@ import (
 // killNames maps the BPF program's KILL_* codes to Killed.What.
 var killNames = map[uint32]string{1: "exec", 2: "write", 3: "ungated"}
 
+// gateUnix is gate_ev.what of a stopped Unix connect (GATE_UNIX).
+const gateUnix = 1
+
 // enforcer is the loaded kill-rule and exec-gate programs of a session.
 // Its links are not pinned: when polygraph dies the kill rules and the
 // gate go with it (a stopped exec stays stopped until Cleanup kills the
@@ -34,6 +37,7 @@ type enforcer struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	gated  []Gated
+	unix   []Killed                 // the Unix connects UnixPeer refused
 	rules  map[enforceInoKey]string // rule files and directories, for Killed.Path
 }
 
@@ -60,6 +64,9 @@ func attachEnforce(dir string, o Options) (_ *enforcer, err error) {
 	cfg := enforceCfg{}
 	if o.Gate != nil {
 		cfg.Gate = 1
+	}
+	if o.UnixPeer != nil {
+		cfg.UnixEdge = 1
 	}
 	if err := e.objs.Config.Update(uint32(0), &cfg, ebpf.UpdateAny); err != nil {
 		return nil, err
@@ -100,14 +107,19 @@ func attachEnforce(dir string, o Options) (_ *enforcer, err error) {
 			return nil, err
 		}
 	}
-	if o.Gate != nil {
+	if o.UnixPeer != nil {
+		if err := e.attach(e.objs.EnforceConnect); err != nil {
+			return nil, err
+		}
+	}
+	if o.Gate != nil || o.UnixPeer != nil {
 		if e.rd, err = ringbuf.NewReader(e.objs.Gate); err != nil {
 			return nil, fmt.Errorf("gate ring buffer: %w", err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel
 		e.wg.Add(1)
-		go e.serveGate(ctx, o.Gate)
+		go e.serveGate(ctx, o.Gate, o.UnixPeer)
 	}
 	return e, nil
 }
@@ -136,7 +148,7 @@ func inoKey(p string) (enforceInoKey, error) {
 
 // serveGate judges each stopped exec as it comes, each in its own
 // goroutine so a slow hash does not hold up the others.
-func (e *enforcer) serveGate(ctx context.Context, judge GateFunc) {
+func (e *enforcer) serveGate(ctx context.Context, judge GateFunc, peer UnixPeerFunc) {
 	defer e.wg.Done()
 	for {
 		rec, err := e.rd.Read()
@@ -147,15 +159,21 @@ func (e *enforcer) serveGate(ctx context.Context, judge GateFunc) {
 			return
 		}
 		var ev enforceGateEv
-		if len(rec.RawSample) < 16 {
+		if len(rec.RawSample) < 24 {
 			continue
 		}
 		ev.Pid = binary.NativeEndian.Uint32(rec.RawSample[0:4])
 		ev.Ns = binary.NativeEndian.Uint64(rec.RawSample[8:16])
+		ev.What = binary.NativeEndian.Uint32(rec.RawSample[16:20])
+		ev.Peer = binary.NativeEndian.Uint32(rec.RawSample[20:24])
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			e.judge(ctx, judge, ev)
+			if ev.What == gateUnix {
+				e.judgeUnix(peer, ev)
+			} else {
+				e.judge(ctx, judge, ev)
+			}
 		}()
 	}
 }
@@ -180,6 +198,28 @@ func (e *enforcer) judge(ctx context.Context, judge GateFunc, ev enforceGateEv) 
 	e.mu.Unlock()
 }
 
+// judgeUnix asks peer about one stopped Unix connect's listener and
+// continues or kills the caller.
+func (e *enforcer) judgeUnix(peer UnixPeerFunc, ev enforceGateEv) {
+	allow, exe := false, ""
+	if peer != nil {
+		allow, exe = peer(ev.Pid, ev.Peer)
+	}
+	sig := unix.SIGKILL
+	if allow {
+		sig = unix.SIGCONT
+	}
+	if err := unix.Kill(int(ev.Pid), sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		slog.Warn("the Unix peer gate could not signal", "pid", ev.Pid, "signal", sig, "err", err)
+	}
+	if allow {
+		return
+	}
+	e.mu.Lock()
+	e.unix = append(e.unix, Killed{PID: ev.Pid, What: "unix", Path: exe, Target: ev.Peer})
+	e.mu.Unlock()
+}
+
 func (e *enforcer) gatedSoFar() []Gated {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -197,6 +237,9 @@ func (e *enforcer) kills() ([]Killed, error) {
 	for it.Next(&pid, &r) {
 		out = append(out, Killed{PID: pid, What: killNames[r.What], Path: e.rules[r.File]})
 	}
+	e.mu.Lock()
+	out = append(out, e.unix...)
+	e.mu.Unlock()
 	return out, it.Err()
 }
 

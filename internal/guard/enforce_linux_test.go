@@ -2,6 +2,8 @@ package guard
 
 import (
 	"context"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,3 +138,114 @@ func TestExecGate(t *testing.T) {
 }
 
 func itoa[T ~uint32 | ~int](n T) string { return strconv.Itoa(int(n)) }
+
+// python3 is Debian's, which the unprivileged tree can run (a PATH
+// lookup may find root's own).
+const python3 = "/usr/bin/python3"
+
+// TestUnixPeerGate: a Unix stream connect of the tree that reached a
+// listener outside the session stops the caller before it can send and
+// asks UnixPeer: refused, the caller dies (status 137) and the listener
+// reads nothing; allowed, the bytes arrive. A listener inside the session
+// is never asked about.
+func TestUnixPeerGate(t *testing.T) {
+	if _, err := os.Stat(python3); err != nil {
+		t.Skip("/usr/bin/python3 drives the Unix client and the in-session server")
+	}
+	dir, err := os.MkdirTemp("", "guard-unix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	sock := filepath.Join(dir, "outside.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	os.Chmod(sock, 0o777)
+	got := make(chan string, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(c)
+			c.Close()
+			got <- string(b)
+		}
+	}()
+	var allow atomic.Bool
+	var asked atomic.Int32
+	var askedPeer atomic.Uint32
+	s := start(t, Options{UnixPeer: func(pid, peer uint32) (bool, string) {
+		asked.Add(1)
+		askedPeer.Store(peer)
+		exe, _ := os.Readlink("/proc/" + itoa(peer) + "/exe")
+		return allow.Load(), exe
+	}})
+	client := `import socket,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"REQUEST"); s.close(); print("SENT")`
+
+	t.Run("refused", func(t *testing.T) {
+		code, out := run(t, s, nobody, nil, "sh", "-c", python3+` -c '`+client+`' `+sock+`; echo status $?`)
+		if !strings.Contains(out, "status 137") || strings.Contains(out, "SENT") {
+			t.Errorf("exit %d, %q; want the client killed before it sent", code, out)
+		}
+		select {
+		case b := <-got:
+			if b != "" {
+				t.Errorf("the listener outside read %q from a refused client", b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("the listener never saw the connection")
+		}
+		if askedPeer.Load() != uint32(os.Getpid()) {
+			t.Errorf("asked about peer %d, want the listener, %d", askedPeer.Load(), os.Getpid())
+		}
+		k, err := s.Kills()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, x := range k {
+			found = found || x.What == "unix" && x.Target == uint32(os.Getpid()) && x.Path != ""
+		}
+		if !found {
+			t.Errorf("kills %+v, want a unix kill naming pid %d and its executable", k, os.Getpid())
+		}
+	})
+	t.Run("allowed", func(t *testing.T) {
+		allow.Store(true)
+		defer allow.Store(false)
+		code, out := run(t, s, nobody, nil, python3, "-c", client, sock)
+		if code != 0 || !strings.Contains(out, "SENT") {
+			t.Errorf("exit %d, %q; want the allowed client to send", code, out)
+		}
+		select {
+		case b := <-got:
+			if b != "REQUEST" {
+				t.Errorf("the listener read %q, want REQUEST", b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("the listener never saw the allowed connection")
+		}
+	})
+	t.Run("inside the session", func(t *testing.T) {
+		before := asked.Load()
+		inside := filepath.Join(dir, "inside.sock")
+		server := `import socket,sys
+l=socket.socket(socket.AF_UNIX); l.bind(sys.argv[1]); l.listen(1); open(sys.argv[1]+".ready","w").close()
+c,_=l.accept(); print("GOT", c.recv(64).decode())`
+		script := python3 + ` -c '` + server + `' ` + inside + ` & while [ ! -e ` + inside + `.ready ]; do sleep 0.05; done; ` + python3 + ` -c '` + client + `' ` + inside + `; wait`
+		code, out := run(t, s, nobody, nil, "sh", "-c", script)
+		if code != 0 || !strings.Contains(out, "SENT") || !strings.Contains(out, "GOT REQUEST") {
+			t.Errorf("exit %d, %q; want the session's own server reached", code, out)
+		}
+		if n := asked.Load() - before; n != 0 {
+			t.Errorf("UnixPeer asked %d times about the session's own listener", n)
+		}
+	})
+}

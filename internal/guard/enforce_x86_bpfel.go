@@ -14,16 +14,18 @@ import (
 )
 
 type enforceCfg struct {
-	_    structs.HostLayout
-	Gate uint32
-	Pad  uint32
+	_        structs.HostLayout
+	Gate     uint32
+	UnixEdge uint32
 }
 
 type enforceGateEv struct {
-	_   structs.HostLayout
-	Pid uint32
-	Tid uint32
-	Ns  uint64
+	_    structs.HostLayout
+	Pid  uint32
+	Tid  uint32
+	Ns   uint64
+	What uint32
+	Peer uint32
 }
 
 type enforceInoKey struct {
@@ -45,18 +47,19 @@ type enforceKillRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	enforceMapConfig       = "config"
-	enforceMapGate         = "gate"
-	enforceMapKillExec     = "kill_exec"
-	enforceMapKillWrite    = "kill_write"
-	enforceMapKills        = "kills"
-	enforceMapSessionCg    = "session_cg"
-	enforceProgEnforceExec = "enforce_exec"
-	enforceProgEnforceOpen = "enforce_open"
-	enforceVarUnusedCfg    = "_unused_cfg"
-	enforceVarUnusedGate   = "_unused_gate"
-	enforceVarUnusedKey    = "_unused_key"
-	enforceVarUnusedKill   = "_unused_kill"
+	enforceMapConfig          = "config"
+	enforceMapGate            = "gate"
+	enforceMapKillExec        = "kill_exec"
+	enforceMapKillWrite       = "kill_write"
+	enforceMapKills           = "kills"
+	enforceMapSessionCg       = "session_cg"
+	enforceProgEnforceConnect = "enforce_connect"
+	enforceProgEnforceExec    = "enforce_exec"
+	enforceProgEnforceOpen    = "enforce_open"
+	enforceVarUnusedCfg       = "_unused_cfg"
+	enforceVarUnusedGate      = "_unused_gate"
+	enforceVarUnusedKey       = "_unused_key"
+	enforceVarUnusedKill      = "_unused_kill"
 )
 
 // loadEnforce returns the embedded CollectionSpec for enforce.
@@ -101,8 +104,9 @@ type enforceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type enforceProgramSpecs struct {
-	EnforceExec *ebpf.ProgramSpec `ebpf:"enforce_exec"`
-	EnforceOpen *ebpf.ProgramSpec `ebpf:"enforce_open"`
+	EnforceConnect *ebpf.ProgramSpec `ebpf:"enforce_connect"`
+	EnforceExec    *ebpf.ProgramSpec `ebpf:"enforce_exec"`
+	EnforceOpen    *ebpf.ProgramSpec `ebpf:"enforce_open"`
 }
 
 // enforceMapSpecs contains maps before they are loaded into the kernel.
@@ -180,12 +184,14 @@ type enforceVariables struct {
 //
 // It can be passed to loadEnforceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type enforcePrograms struct {
-	EnforceExec *ebpf.Program `ebpf:"enforce_exec"`
-	EnforceOpen *ebpf.Program `ebpf:"enforce_open"`
+	EnforceConnect *ebpf.Program `ebpf:"enforce_connect"`
+	EnforceExec    *ebpf.Program `ebpf:"enforce_exec"`
+	EnforceOpen    *ebpf.Program `ebpf:"enforce_open"`
 }
 
 func (p *enforcePrograms) Close() error {
 	return _EnforceClose(
+		p.EnforceConnect,
 		p.EnforceExec,
 		p.EnforceOpen,
 	)

@@ -57,7 +57,19 @@ type Options struct {
 	// instruction of user code and asks Gate whether it may run: true
 	// continues it (SIGCONT), false kills it (SIGKILL).
 	Gate GateFunc
+	// UnixPeer, when non-nil, stops a process of the tree whose Unix
+	// stream or seqpacket connect reached a listener outside the session
+	// (its cgroup), before it can send, and asks UnixPeer whether that
+	// listener may serve the tree: true continues it, false kills it
+	// (Killed.What "unix", Target the listener).
+	UnixPeer UnixPeerFunc
 }
+
+// UnixPeerFunc judges one Unix listener outside the session that process
+// pid of the tree connected to: peer is the listener's pid (0 when the
+// process that listened is gone). It returns whether the tree may talk to
+// it, and the listener's executable for the record.
+type UnixPeerFunc func(pid, peer uint32) (allow bool, exe string)
 
 // Kill lists what the kernel kills a process of the tree for, from the
 // BPF program at the syscall, with SIGKILL. Nothing can be refused on
@@ -87,8 +99,11 @@ type GateFunc func(ctx context.Context, pid uint32) (allow bool, path, verdict s
 // the gate could not be asked (What "ungated").
 type Killed struct {
 	PID  uint32
-	What string // exec, write, ungated
-	Path string // the rule's path that matched
+	What string // exec, write, ungated, unix
+	Path string // the rule's path that matched; unix: the listener's executable
+	// Target is the listener outside the session a refused Unix connect
+	// reached (What "unix").
+	Target uint32
 }
 
 // Gated is one exec the gate stopped and judged.

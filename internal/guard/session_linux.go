@@ -87,7 +87,7 @@ func Start(ctx context.Context, o Options) (_ *Session, err error) {
 			return nil, err
 		}
 	}
-	if o.Kill != nil || o.Gate != nil {
+	if o.Kill != nil || o.Gate != nil || o.UnixPeer != nil {
 		if s.enf, err = attachEnforce(s.dir, o); err != nil {
 			return nil, err
 		}

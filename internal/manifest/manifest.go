@@ -137,9 +137,11 @@ type Denial struct {
 // Kill is one process the kernel killed at a kill rule's match.
 type Kill struct {
 	PID  uint32 `json:"pid"`
-	What string `json:"what"` // exec, write, ptrace
+	What string `json:"what"` // exec, write, ptrace, ungated, unix
 	Path string `json:"path,omitempty"`
-	// Target is the outside process a ptrace asked for.
+	// Target is the outside process a ptrace asked for, or the listener
+	// outside the session a refused Unix connect reached (What "unix";
+	// Path is then its executable).
 	Target uint32 `json:"target,omitempty"`
 }
 

@@ -29,7 +29,8 @@ import (
 type isolation struct {
 	sess    *guard.Session
 	info    manifest.Isolation
-	root    atomic.Bool // PID-namespace mode: the command's pid is known
+	root    atomic.Bool   // PID-namespace mode: the command's pid is known
+	rootPID atomic.Uint32 // the command's process, once known
 	checker *integrity.Checker
 	cwd     string
 	stop    context.CancelFunc // ends the lookups at start
@@ -64,6 +65,10 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	if k := pol.Kill; len(k.Exec)+len(k.Write) > 0 {
 		g.Kill = &guard.Kill{Exec: expandHome(k.Exec, meta.Home), Write: expandHome(k.Write, meta.Home)}
 	}
+	// The tree's edge: a Unix connect to a listener outside the session
+	// is let through only to the policy's system services (unix_peers),
+	// the same list escaped-tree judges by.
+	g.UnixPeer = func(pid, peer uint32) (bool, string) { return iso.unixPeer(pol, pid, peer) }
 	if pol.ExecGate {
 		if iso.checker, err = gateChecker(o, meta); err != nil {
 			return nil, err
@@ -78,6 +83,25 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	iso.info.PIDNamespace, iso.info.MemoryMax, iso.info.PidsMax = true, g.MemoryMax, g.PidsMax
 	slog.Debug("isolated", "masked", iso.info.Masked, "kept", iso.info.Kept, "egress", desc)
 	return iso, nil
+}
+
+// unixPeer judges a Unix listener outside the session that process pid
+// of the tree connected to (guard.UnixPeerFunc): the policy's system
+// services (unix_peers, by the listener's program names, as escaped-tree
+// judges them) are allowed, and so is any listener the command's own
+// process reached (the agent's own channels: its editor's, its sandbox's),
+// as escaped-tree leaves the agent's own channels alone. A listener whose
+// listening process is gone (a daemon that forked after listen) cannot be
+// named: it is let through, and the connect is still recorded and judged.
+func (iso *isolation) unixPeer(pol *policy.Policy, pid, peer uint32) (bool, string) {
+	if peer == 0 {
+		return true, ""
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", peer))
+	if pid == iso.rootPID.Load() {
+		return true, exe
+	}
+	return exe != "" && pol.UnixPeer(policy.ProgramNames(exe, nil)), exe
 }
 
 // present keeps the paths that exist: a mask of nothing hides nothing.
@@ -257,6 +281,7 @@ func (iso *isolation) shimEvent(ev *event.Event, w *session.Writer) {
 		return
 	}
 	if iso.root.CompareAndSwap(false, true) {
+		iso.rootPID.Store(ev.Process.ChildPID)
 		w.SetRootPID(int(ev.Process.ChildPID))
 	}
 }
@@ -290,7 +315,7 @@ func (iso *isolation) collect(w *session.Writer) {
 		slog.Warn("could not read the kill rules' kills", "err", err)
 	}
 	for _, k := range kills {
-		iso.info.Killed = append(iso.info.Killed, manifest.Kill{PID: k.PID, What: k.What, Path: k.Path})
+		iso.info.Killed = append(iso.info.Killed, manifest.Kill{PID: k.PID, What: k.What, Path: k.Path, Target: k.Target})
 	}
 	for _, g := range iso.sess.Gated() {
 		iso.info.Gated = append(iso.info.Gated, manifest.Gate{PID: g.PID, Path: g.Path, Status: g.Verdict,

@@ -44,6 +44,11 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 		fmt.Fprintf(b, "  refused    %d network attempts: %s\n", n, listed(dests, 5))
 	}
 	for _, k := range iso.Killed {
+		if k.What == "unix" {
+			fmt.Fprintf(b, "  killed     pid %d by the Unix peer gate (it connected to %s, pid %d, outside the session)\n",
+				k.PID, textsafe.Line(k.Path), k.Target)
+			continue
+		}
 		fmt.Fprintf(b, "  killed     pid %d by a kill rule (%s %s)\n", k.PID, k.What, textsafe.Line(k.Path))
 	}
 	if len(iso.Gated) > 0 {
