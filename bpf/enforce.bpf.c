@@ -27,7 +27,11 @@
  *    continues it when the policy allows that peer (the system's own
  *    services) and kills it otherwise: a process started before the
  *    session (a terminal multiplexer's server, a helper) acts for no one
- *    inside it.
+ *    inside it. The same program stops the caller of an open that
+ *    returned a named FIFO (not a pipe: pipefs), before it can read or
+ *    write (GATE_FIFO, the FIFO's identity): user space looks for the
+ *    processes holding it, and kills the caller when one outside the
+ *    session is not allowed.
  *
  * Files and directories are matched by (device, inode), which user space
  * resolves from the rule's paths at start: a hard link or a symlink to a
@@ -77,7 +81,7 @@ struct kill_rec {
 };
 
 /* What a stopped process waits on user space for (gate_ev.what). */
-enum { GATE_EXEC = 0, GATE_UNIX = 1 };
+enum { GATE_EXEC = 0, GATE_UNIX = 1, GATE_FIFO = 2 };
 
 struct gate_ev {
 	__u32 pid; /* tgid */
@@ -85,6 +89,10 @@ struct gate_ev {
 	__u64 ns;
 	__u32 what; /* GATE_* */
 	__u32 peer; /* GATE_UNIX: the listener's pid (tgid), 0 when it is gone */
+	__u64 ino;  /* GATE_FIFO: the FIFO's inode */
+	__u32 dev;  /* and its device, the kernel's encoding */
+	__u16 readers; /* GATE_FIFO: the files open on it to read, and to */
+	__u16 writers; /* write, when the open returned (the kernel's counts) */
 };
 
 struct {
@@ -203,6 +211,10 @@ int BPF_PROG(enforce_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	e->ns = bpf_ktime_get_boot_ns();
 	e->what = GATE_EXEC;
 	e->peer = 0;
+	e->ino = 0;
+	e->dev = 0;
+	e->readers = 0;
+	e->writers = 0;
 	bpf_send_signal(SIGSTOP);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -244,10 +256,11 @@ int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
 #define SOCK_SEQPACKET 5
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
+#define S_IFIFO 0010000
+#define PIPEFS_MAGIC 0x50495045
 
-/* fd_sock returns the socket behind the current process's descriptor fd,
- * or 0. */
-static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
+/* fd_file returns the current process's file at descriptor fd, or 0. */
+static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 {
 	struct files_struct *files = t->files;
 	if (!files || fd < 0)
@@ -258,19 +271,67 @@ static __always_inline struct sock *fd_sock(struct task_struct *t, long fd)
 	struct file *f = 0;
 	struct file **fds = fdt->fd;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+	return f;
+}
+
+/* gate_stop stops the caller and asks user space (the gate ring buffer)
+ * about what it reached; with no room to ask, it is killed (fail closed). */
+static __always_inline void gate_stop(__u32 what, __u32 peer, __u64 ino, __u32 dev, __u16 readers, __u16 writers)
+{
+	struct gate_ev *e = bpf_ringbuf_reserve(&gate, sizeof(*e), 0);
+	if (!e) {
+		kill(KILL_UNGATED, 0);
+		return;
+	}
+	__u64 pt = bpf_get_current_pid_tgid();
+	e->pid = pt >> 32;
+	e->tid = (__u32)pt;
+	e->ns = bpf_ktime_get_boot_ns();
+	e->what = what;
+	e->peer = peer;
+	e->ino = ino;
+	e->dev = dev;
+	e->readers = readers;
+	e->writers = writers;
+	bpf_send_signal(SIGSTOP);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* fifo_opened stops the caller of an open that returned a named FIFO. */
+static __always_inline int fifo_opened(struct task_struct *t, long fd)
+{
+	struct file *f = fd_file(t, fd);
+	if (!f)
 		return 0;
-	struct socket *sock = BPF_CORE_READ(f, private_data);
-	return BPF_CORE_READ(sock, sk);
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFIFO || BPF_CORE_READ(ino, i_sb, s_magic) == PIPEFS_MAGIC)
+		return 0; /* not a FIFO, or an anonymous pipe (/dev/stdout, /dev/fd/63) */
+	struct cfg *c = get_cfg();
+	if (!c || !c->unix_edge)
+		return 0;
+	struct pipe_inode_info *pipe = BPF_CORE_READ(f, private_data); /* a FIFO's open file holds its pipe */
+	__u16 r = BPF_CORE_READ(pipe, readers), w = BPF_CORE_READ(pipe, writers);
+	gate_stop(GATE_FIFO, 0, BPF_CORE_READ(ino, i_ino), BPF_CORE_READ(ino, i_sb, s_dev), r, w);
+	return 0;
 }
 
 SEC("tp_btf/sys_exit")
-int BPF_PROG(enforce_connect, struct pt_regs *regs, long ret)
+int BPF_PROG(enforce_edge, struct pt_regs *regs, long ret)
 {
-	if (ret != 0 || SYSNR(regs) != NR_connect || !in_session())
+	long nr = SYSNR(regs);
+	if (nr == NR_openat || nr == NR_open || nr == NR_openat2) {
+		if (ret < 0 || !in_session())
+			return 0;
+		return fifo_opened(bpf_get_current_task_btf(), ret);
+	}
+	if (ret != 0 || nr != NR_connect || !in_session())
 		return 0;
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct sock *sk = fd_sock(t, SYSARG0(regs));
+	struct file *f = fd_file(t, SYSARG0(regs));
+	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *sock = BPF_CORE_READ(f, private_data);
+	struct sock *sk = BPF_CORE_READ(sock, sk);
 	if (!sk || BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX)
 		return 0;
 	__u16 type = BPF_CORE_READ(sk, sk_type);
@@ -295,18 +356,6 @@ int BPF_PROG(enforce_connect, struct pt_regs *regs, long ret)
 	struct cfg *c = get_cfg();
 	if (!c || !c->unix_edge)
 		return 0;
-	struct gate_ev *e = bpf_ringbuf_reserve(&gate, sizeof(*e), 0);
-	if (!e) {
-		kill(KILL_UNGATED, 0);
-		return 0;
-	}
-	__u64 pt = bpf_get_current_pid_tgid();
-	e->pid = pt >> 32;
-	e->tid = (__u32)pt;
-	e->ns = bpf_ktime_get_boot_ns();
-	e->what = GATE_UNIX;
-	e->peer = peer;
-	bpf_send_signal(SIGSTOP);
-	bpf_ringbuf_submit(e, 0);
+	gate_stop(GATE_UNIX, peer, 0, 0, 0, 0);
 	return 0;
 }

@@ -76,9 +76,10 @@ func escapedTree(s *run) []Finding {
 			sev, why = SeverityHigh, "it runs any command it is sent, in shells of its own that are not traced"
 		}
 		call, who := s.actor(e)
-		blocked := e.Kind == event.KindConnect && s.unixRefused(e.PID, e.PeerPID())
+		blocked := e.Kind == event.KindConnect && s.edgeRefused("unix", e.PID, e.PeerPID()) ||
+			e.Kind == event.KindPeer && s.edgeRefused("fifo", e.PID, e.PeerPID())
 		if blocked {
-			why = joinNote(why, "the isolation stopped it before it could send and killed it (a listener outside the session that the policy's unix_peers do not name)")
+			why = joinNote(why, "the isolation stopped it before it could send and killed it (a process outside the session that the policy's unix_peers do not name)")
 		}
 		key := fmt.Sprint(e.PeerPID()) + "\x00" + s.actorKey(e)
 		if blocked {
@@ -136,16 +137,17 @@ func (s *run) weakSecretRead(i int) bool {
 	return ok
 }
 
-// unixRefused reports whether the isolation killed process pid for a
-// Unix connect to listener peer outside the session (the session's
-// isolation metadata: a kill of What "unix").
-func (s *run) unixRefused(pid, peer uint32) bool {
+// edgeRefused reports whether the isolation killed process pid for
+// reaching process peer outside the session: a Unix connect to its
+// listener (what "unix") or an open of a FIFO it holds ("fifo"), as the
+// session's isolation metadata lists its kills.
+func (s *run) edgeRefused(what string, pid, peer uint32) bool {
 	iso := s.in.Meta.Isolation
 	if iso == nil {
 		return false
 	}
 	for _, k := range iso.Killed {
-		if k.What == "unix" && k.PID == pid && k.Target == peer {
+		if k.What == what && k.PID == pid && k.Target == peer {
 			return true
 		}
 	}

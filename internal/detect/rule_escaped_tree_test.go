@@ -69,6 +69,25 @@ func TestEscapedTree(t *testing.T) {
 			},
 		},
 		{
+			name: "isolated: the open of a FIFO a helper outside holds was stopped and killed",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				b.iso.Killed = []manifest.Kill{{PID: 200, What: "fifo", Path: "/usr/bin/python3.11", Target: 55}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "echo ~/.aws/credentials > req.fifo")
+				sh := ag.spawn(200, "t1", "/usr/bin/sh", "sh", "-c", "echo ~/.aws/credentials > req.fifo")
+				sh.emit(&event.Event{Kind: event.KindPeer, Path: proj + "/req.fifo", Result: event.Ptr(int64(0)),
+					Network: &event.Network{PeerPID: 55, PeerExe: "/usr/bin/python3.11"}})
+			},
+			want: []string{"medium escaped-tree"},
+			check: func(t *testing.T, fs []Finding) {
+				if !fs[0].Blocked || !strings.HasSuffix(fs[0].Title, "(pid 55) (blocked)") {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+		{
 			name: "a helper started before the session, after a secret read; the docker daemon",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

@@ -20,12 +20,16 @@ type enforceCfg struct {
 }
 
 type enforceGateEv struct {
-	_    structs.HostLayout
-	Pid  uint32
-	Tid  uint32
-	Ns   uint64
-	What uint32
-	Peer uint32
+	_       structs.HostLayout
+	Pid     uint32
+	Tid     uint32
+	Ns      uint64
+	What    uint32
+	Peer    uint32
+	Ino     uint64
+	Dev     uint32
+	Readers uint16
+	Writers uint16
 }
 
 type enforceInoKey struct {
@@ -47,19 +51,19 @@ type enforceKillRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	enforceMapConfig          = "config"
-	enforceMapGate            = "gate"
-	enforceMapKillExec        = "kill_exec"
-	enforceMapKillWrite       = "kill_write"
-	enforceMapKills           = "kills"
-	enforceMapSessionCg       = "session_cg"
-	enforceProgEnforceConnect = "enforce_connect"
-	enforceProgEnforceExec    = "enforce_exec"
-	enforceProgEnforceOpen    = "enforce_open"
-	enforceVarUnusedCfg       = "_unused_cfg"
-	enforceVarUnusedGate      = "_unused_gate"
-	enforceVarUnusedKey       = "_unused_key"
-	enforceVarUnusedKill      = "_unused_kill"
+	enforceMapConfig       = "config"
+	enforceMapGate         = "gate"
+	enforceMapKillExec     = "kill_exec"
+	enforceMapKillWrite    = "kill_write"
+	enforceMapKills        = "kills"
+	enforceMapSessionCg    = "session_cg"
+	enforceProgEnforceEdge = "enforce_edge"
+	enforceProgEnforceExec = "enforce_exec"
+	enforceProgEnforceOpen = "enforce_open"
+	enforceVarUnusedCfg    = "_unused_cfg"
+	enforceVarUnusedGate   = "_unused_gate"
+	enforceVarUnusedKey    = "_unused_key"
+	enforceVarUnusedKill   = "_unused_kill"
 )
 
 // loadEnforce returns the embedded CollectionSpec for enforce.
@@ -104,9 +108,9 @@ type enforceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type enforceProgramSpecs struct {
-	EnforceConnect *ebpf.ProgramSpec `ebpf:"enforce_connect"`
-	EnforceExec    *ebpf.ProgramSpec `ebpf:"enforce_exec"`
-	EnforceOpen    *ebpf.ProgramSpec `ebpf:"enforce_open"`
+	EnforceEdge *ebpf.ProgramSpec `ebpf:"enforce_edge"`
+	EnforceExec *ebpf.ProgramSpec `ebpf:"enforce_exec"`
+	EnforceOpen *ebpf.ProgramSpec `ebpf:"enforce_open"`
 }
 
 // enforceMapSpecs contains maps before they are loaded into the kernel.
@@ -184,14 +188,14 @@ type enforceVariables struct {
 //
 // It can be passed to loadEnforceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type enforcePrograms struct {
-	EnforceConnect *ebpf.Program `ebpf:"enforce_connect"`
-	EnforceExec    *ebpf.Program `ebpf:"enforce_exec"`
-	EnforceOpen    *ebpf.Program `ebpf:"enforce_open"`
+	EnforceEdge *ebpf.Program `ebpf:"enforce_edge"`
+	EnforceExec *ebpf.Program `ebpf:"enforce_exec"`
+	EnforceOpen *ebpf.Program `ebpf:"enforce_open"`
 }
 
 func (p *enforcePrograms) Close() error {
 	return _EnforceClose(
-		p.EnforceConnect,
+		p.EnforceEdge,
 		p.EnforceExec,
 		p.EnforceOpen,
 	)

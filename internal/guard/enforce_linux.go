@@ -16,14 +16,19 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
+	"github.com/polygraph/polygraph/internal/procfs"
 	"github.com/polygraph/polygraph/internal/sensor"
 )
 
 // killNames maps the BPF program's KILL_* codes to Killed.What.
 var killNames = map[uint32]string{1: "exec", 2: "write", 3: "ungated"}
 
-// gateUnix is gate_ev.what of a stopped Unix connect (GATE_UNIX).
-const gateUnix = 1
+// gate_ev.what of a stopped Unix connect (GATE_UNIX) and of a stopped
+// open of a named FIFO (GATE_FIFO).
+const (
+	gateUnix = 1
+	gateFIFO = 2
+)
 
 // enforcer is the loaded kill-rule and exec-gate programs of a session.
 // Its links are not pinned: when polygraph dies the kill rules and the
@@ -37,7 +42,8 @@ type enforcer struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	gated  []Gated
-	unix   []Killed                 // the Unix connects UnixPeer refused
+	unix   []Killed                 // the Unix connects and FIFO opens UnixPeer refused
+	cgroup string                   // the session's cgroup v2 path, from the hierarchy's root
 	rules  map[enforceInoKey]string // rule files and directories, for Killed.Path
 }
 
@@ -49,6 +55,9 @@ func attachEnforce(dir string, o Options) (_ *enforcer, err error) {
 		return nil, fmt.Errorf("session cgroup id: %w", err)
 	}
 	e := &enforcer{}
+	if root, err := cgroup2Root(); err == nil {
+		e.cgroup = "/" + strings.TrimPrefix(strings.TrimPrefix(dir, root), "/")
+	}
 	if err := loadEnforceObjects(&e.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the kill and gate programs: %w", err)
 	}
@@ -108,7 +117,7 @@ func attachEnforce(dir string, o Options) (_ *enforcer, err error) {
 		}
 	}
 	if o.UnixPeer != nil {
-		if err := e.attach(e.objs.EnforceConnect); err != nil {
+		if err := e.attach(e.objs.EnforceEdge); err != nil {
 			return nil, err
 		}
 	}
@@ -159,19 +168,26 @@ func (e *enforcer) serveGate(ctx context.Context, judge GateFunc, peer UnixPeerF
 			return
 		}
 		var ev enforceGateEv
-		if len(rec.RawSample) < 24 {
+		if len(rec.RawSample) < 40 {
 			continue
 		}
 		ev.Pid = binary.NativeEndian.Uint32(rec.RawSample[0:4])
 		ev.Ns = binary.NativeEndian.Uint64(rec.RawSample[8:16])
 		ev.What = binary.NativeEndian.Uint32(rec.RawSample[16:20])
 		ev.Peer = binary.NativeEndian.Uint32(rec.RawSample[20:24])
+		ev.Ino = binary.NativeEndian.Uint64(rec.RawSample[24:32])
+		ev.Dev = binary.NativeEndian.Uint32(rec.RawSample[32:36])
+		ev.Readers = binary.NativeEndian.Uint16(rec.RawSample[36:38])
+		ev.Writers = binary.NativeEndian.Uint16(rec.RawSample[38:40])
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			if ev.What == gateUnix {
+			switch ev.What {
+			case gateUnix:
 				e.judgeUnix(peer, ev)
-			} else {
+			case gateFIFO:
+				e.judgeFIFO(peer, ev)
+			default:
 				e.judge(ctx, judge, ev)
 			}
 		}()
@@ -205,19 +221,71 @@ func (e *enforcer) judgeUnix(peer UnixPeerFunc, ev enforceGateEv) {
 	if peer != nil {
 		allow, exe = peer(ev.Pid, ev.Peer)
 	}
-	sig := unix.SIGKILL
-	if allow {
-		sig = unix.SIGCONT
+	e.edgeVerdict(ev.Pid, allow, Killed{PID: ev.Pid, What: "unix", Path: exe, Target: ev.Peer})
+}
+
+// judgeFIFO looks for the processes holding one stopped open's named
+// FIFO: those outside the session are asked about (peer), and the first
+// refused kills the caller; none outside, or all allowed, continues it.
+// A process that was blocked in its own open of the FIFO until the
+// caller's woke it is counted by the kernel (ev.Readers, ev.Writers)
+// before its descriptor shows in /proc: the look is made again, for up
+// to fifoSettle, until the descriptors found account for the kernel's
+// counts.
+func (e *enforcer) judgeFIFO(peer UnixPeerFunc, ev enforceGateEv) {
+	dev := unix.Mkdev(ev.Dev>>20, ev.Dev&(1<<20-1))
+	var holders []procfs.Holder
+	for deadline := time.Now().Add(fifoSettle); ; time.Sleep(2 * time.Millisecond) {
+		holders = procfs.Holders(dev, ev.Ino)
+		r, w := 0, 0
+		for _, h := range holders {
+			r, w = r+h.Reads, w+h.Writes
+		}
+		if r >= int(ev.Readers) && w >= int(ev.Writers) || time.Now().After(deadline) {
+			break
+		}
 	}
-	if err := unix.Kill(int(ev.Pid), sig); err != nil && !errors.Is(err, unix.ESRCH) {
-		slog.Warn("the Unix peer gate could not signal", "pid", ev.Pid, "signal", sig, "err", err)
+	for _, h := range holders {
+		if uint32(h.PID) == ev.Pid || e.inSession(h.PID) {
+			continue
+		}
+		allow, exe := false, ""
+		if peer != nil {
+			allow, exe = peer(ev.Pid, uint32(h.PID))
+		}
+		if !allow {
+			e.edgeVerdict(ev.Pid, false, Killed{PID: ev.Pid, What: "fifo", Path: exe, Target: uint32(h.PID)})
+			return
+		}
 	}
-	if allow {
-		return
+	e.edgeVerdict(ev.Pid, true, Killed{})
+}
+
+// fifoSettle is how long judgeFIFO waits for the FIFO's other ends to
+// show in /proc.
+const fifoSettle = 200 * time.Millisecond
+
+// inSession reports whether process pid is in the session's cgroup (or
+// one below it); a process gone, or whose cgroup cannot be read, is not.
+func (e *enforcer) inSession(pid int) bool {
+	p, err := procfs.CgroupV2(pid)
+	return err == nil && e.cgroup != "" && (p == e.cgroup || strings.HasPrefix(p, e.cgroup+"/"))
+}
+
+// edgeVerdict continues the stopped process pid, or kills it and keeps
+// k.
+func (e *enforcer) edgeVerdict(pid uint32, allow bool, k Killed) {
+	sig := unix.SIGCONT
+	if !allow {
+		// kept before the kill: whoever waits for the process sees it
+		sig = unix.SIGKILL
+		e.mu.Lock()
+		e.unix = append(e.unix, k)
+		e.mu.Unlock()
 	}
-	e.mu.Lock()
-	e.unix = append(e.unix, Killed{PID: ev.Pid, What: "unix", Path: exe, Target: ev.Peer})
-	e.mu.Unlock()
+	if err := unix.Kill(int(pid), sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		slog.Warn("the edge gate could not signal", "pid", pid, "signal", sig, "err", err)
+	}
 }
 
 func (e *enforcer) gatedSoFar() []Gated {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestKillRules: an exec of a denied binary and a write to a denied path
@@ -233,6 +235,65 @@ s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"REQUEST"); 
 			t.Error("the listener never saw the allowed connection")
 		}
 	})
+	// A named FIFO whose reader is outside the session (a helper that
+	// answers what is written to it): the writer is killed before it
+	// writes, unless allowed.
+	fifo := filepath.Join(dir, "req.fifo")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(fifo, 0o666)
+	readFIFO := func() chan string {
+		ch := make(chan string, 1)
+		go func() {
+			f, err := os.Open(fifo) // blocks until a writer opens
+			if err != nil {
+				ch <- "error: " + err.Error()
+				return
+			}
+			b, _ := io.ReadAll(f)
+			f.Close()
+			ch <- string(b)
+		}()
+		return ch
+	}
+	fifoCase := func(t *testing.T, allowed bool) {
+		allow.Store(allowed)
+		defer allow.Store(false)
+		askedPeer.Store(0)
+		ch := readFIFO()
+		time.Sleep(100 * time.Millisecond) // the reader waits in its open
+		code, out := run(t, s, nobody, nil, "sh", "-c", `sh -c 'echo REQUEST > `+fifo+`'; echo status $?`)
+		var got string
+		select {
+		case got = <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the reader outside never returned")
+		}
+		if askedPeer.Load() != uint32(os.Getpid()) {
+			t.Errorf("asked about %d, want the reader outside, %d (exit %d, %q)", askedPeer.Load(), os.Getpid(), code, out)
+		}
+		if allowed {
+			if !strings.Contains(out, "status 0") || got != "REQUEST\n" {
+				t.Errorf("allowed: %q, the reader got %q", out, got)
+			}
+			return
+		}
+		if !strings.Contains(out, "status 137") || got != "" {
+			t.Errorf("refused: %q, the reader got %q; want the writer killed before it wrote", out, got)
+		}
+		k, _ := s.Kills()
+		found := false
+		for _, x := range k {
+			found = found || x.What == "fifo" && x.Target == uint32(os.Getpid())
+		}
+		if !found {
+			t.Errorf("kills %+v, want a fifo kill naming pid %d", k, os.Getpid())
+		}
+	}
+	t.Run("fifo refused", func(t *testing.T) { fifoCase(t, false) })
+	t.Run("fifo allowed", func(t *testing.T) { fifoCase(t, true) })
+
 	t.Run("inside the session", func(t *testing.T) {
 		before := asked.Load()
 		inside := filepath.Join(dir, "inside.sock")
@@ -241,8 +302,15 @@ l=socket.socket(socket.AF_UNIX); l.bind(sys.argv[1]); l.listen(1); open(sys.argv
 c,_=l.accept(); print("GOT", c.recv(64).decode())`
 		script := python3 + ` -c '` + server + `' ` + inside + ` & while [ ! -e ` + inside + `.ready ]; do sleep 0.05; done; ` + python3 + ` -c '` + client + `' ` + inside + `; wait`
 		code, out := run(t, s, nobody, nil, "sh", "-c", script)
-		if code != 0 || !strings.Contains(out, "SENT") || !strings.Contains(out, "GOT REQUEST") {
+		if code != 0 || !strings.Contains(out, "SENT") || !strings.Contains(out, "GOT") || !strings.Contains(out, "REQUEST") {
 			t.Errorf("exit %d, %q; want the session's own server reached", code, out)
+		}
+		// The session's own FIFO, both ends in the tree; and pipes
+		// opened by name (/dev/stdin, process substitution) are no FIFO.
+		own := filepath.Join(dir, "own.fifo")
+		code, out = run(t, s, nobody, nil, "bash", "-c", `mkfifo `+own+` && { cat `+own+` & echo PIPED > `+own+`; wait; } && echo ok | cat /dev/stdin && cat <(echo subst)`)
+		if code != 0 || !strings.Contains(out, "PIPED") || !strings.Contains(out, "ok") || !strings.Contains(out, "subst") {
+			t.Errorf("exit %d, %q; want the session's own FIFO and pipes to work", code, out)
 		}
 		if n := asked.Load() - before; n != 0 {
 			t.Errorf("UnixPeer asked %d times about the session's own listener", n)

@@ -61,14 +61,17 @@ type Options struct {
 	// stream or seqpacket connect reached a listener outside the session
 	// (its cgroup), before it can send, and asks UnixPeer whether that
 	// listener may serve the tree: true continues it, false kills it
-	// (Killed.What "unix", Target the listener).
+	// (Killed.What "unix", Target the listener). It stops an open of a
+	// named FIFO the same way, and asks about each process outside the
+	// session that holds the FIFO open (Killed.What "fifo").
 	UnixPeer UnixPeerFunc
 }
 
-// UnixPeerFunc judges one Unix listener outside the session that process
-// pid of the tree connected to: peer is the listener's pid (0 when the
-// process that listened is gone). It returns whether the tree may talk to
-// it, and the listener's executable for the record.
+// UnixPeerFunc judges one process outside the session that process pid
+// of the tree reached: the listener of a Unix socket it connected to (0
+// when the process that listened is gone), or a holder of a FIFO it
+// opened. It returns whether the tree may talk to it, and its executable
+// for the record.
 type UnixPeerFunc func(pid, peer uint32) (allow bool, exe string)
 
 // Kill lists what the kernel kills a process of the tree for, from the
@@ -99,10 +102,10 @@ type GateFunc func(ctx context.Context, pid uint32) (allow bool, path, verdict s
 // the gate could not be asked (What "ungated").
 type Killed struct {
 	PID  uint32
-	What string // exec, write, ungated, unix
-	Path string // the rule's path that matched; unix: the listener's executable
-	// Target is the listener outside the session a refused Unix connect
-	// reached (What "unix").
+	What string // exec, write, ungated, unix, fifo
+	Path string // the rule's path that matched; unix, fifo: the outside process's executable
+	// Target is the process outside the session a refused Unix connect
+	// (What "unix") or FIFO open (What "fifo") reached.
 	Target uint32
 }
 

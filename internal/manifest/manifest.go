@@ -137,11 +137,11 @@ type Denial struct {
 // Kill is one process the kernel killed at a kill rule's match.
 type Kill struct {
 	PID  uint32 `json:"pid"`
-	What string `json:"what"` // exec, write, ptrace, ungated, unix
+	What string `json:"what"` // exec, write, ptrace, ungated, unix, fifo
 	Path string `json:"path,omitempty"`
-	// Target is the outside process a ptrace asked for, or the listener
-	// outside the session a refused Unix connect reached (What "unix";
-	// Path is then its executable).
+	// Target is the outside process a ptrace asked for, or the process
+	// outside the session a refused Unix connect (What "unix") or FIFO
+	// open ("fifo") reached; Path is then its executable.
 	Target uint32 `json:"target,omitempty"`
 }
 

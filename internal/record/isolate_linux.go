@@ -65,9 +65,10 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	if k := pol.Kill; len(k.Exec)+len(k.Write) > 0 {
 		g.Kill = &guard.Kill{Exec: expandHome(k.Exec, meta.Home), Write: expandHome(k.Write, meta.Home)}
 	}
-	// The tree's edge: a Unix connect to a listener outside the session
-	// is let through only to the policy's system services (unix_peers),
-	// the same list escaped-tree judges by.
+	// The tree's edge: a Unix connect to a listener outside the session,
+	// or an open of a FIFO a process outside it holds, is let through
+	// only to the policy's system services (unix_peers), the same list
+	// escaped-tree judges by.
 	g.UnixPeer = func(pid, peer uint32) (bool, string) { return iso.unixPeer(pol, pid, peer) }
 	if pol.ExecGate {
 		if iso.checker, err = gateChecker(o, meta); err != nil {
@@ -85,8 +86,8 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	return iso, nil
 }
 
-// unixPeer judges a Unix listener outside the session that process pid
-// of the tree connected to (guard.UnixPeerFunc): the policy's system
+// unixPeer judges a process outside the session that process pid of the
+// tree reached (guard.UnixPeerFunc: a Unix listener, a FIFO's holder): the policy's system
 // services (unix_peers, by the listener's program names, as escaped-tree
 // judges them) are allowed, and so is any listener the command's own
 // process reached (the agent's own channels: its editor's, its sandbox's),

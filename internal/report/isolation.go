@@ -44,9 +44,10 @@ func writeIsolation(b *strings.Builder, iso *manifest.Isolation) {
 		fmt.Fprintf(b, "  refused    %d network attempts: %s\n", n, listed(dests, 5))
 	}
 	for _, k := range iso.Killed {
-		if k.What == "unix" {
-			fmt.Fprintf(b, "  killed     pid %d by the Unix peer gate (it connected to %s, pid %d, outside the session)\n",
-				k.PID, textsafe.Line(k.Path), k.Target)
+		if k.What == "unix" || k.What == "fifo" {
+			how := map[string]string{"unix": "connected to", "fifo": "opened a FIFO held by"}[k.What]
+			fmt.Fprintf(b, "  killed     pid %d by the edge gate (it %s %s, pid %d, outside the session)\n",
+				k.PID, how, textsafe.Line(k.Path), k.Target)
 			continue
 		}
 		fmt.Fprintf(b, "  killed     pid %d by a kill rule (%s %s)\n", k.PID, k.What, textsafe.Line(k.Path))

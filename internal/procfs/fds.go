@@ -1,3 +1,6 @@
+// What /proc says of descriptors: who listens on a TCP address, who
+// holds a file open and how, and a process's cgroup.
+
 package procfs
 
 import (
@@ -8,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Listener is the process that listens on a TCP address, as /proc shows it
@@ -100,4 +105,81 @@ func parseSockAddr(s string) (netip.AddrPort, bool) {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return netip.AddrPortFrom(a, uint16(port)), true
+}
+
+// Holder is a process that holds a file open: how many of its
+// descriptors of it read and how many write (O_RDWR counts in both).
+type Holder struct {
+	PID           int
+	Reads, Writes int
+}
+
+// Holders returns the processes that hold the file (dev, ino) open (dev
+// in stat's encoding), as /proc/PID/fd and fdinfo show them now.
+func Holders(dev, ino uint64) []Holder {
+	var out []Holder
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name() + "/fd/"
+		fds, _ := os.ReadDir(dir)
+		h := Holder{PID: pid}
+		for _, fd := range fds {
+			var st unix.Stat_t
+			if unix.Stat(dir+fd.Name(), &st) != nil || st.Ino != ino || st.Dev != dev {
+				continue
+			}
+			switch fdAccess(pid, fd.Name()) {
+			case unix.O_RDONLY:
+				h.Reads++
+			case unix.O_WRONLY:
+				h.Writes++
+			case unix.O_RDWR:
+				h.Reads++
+				h.Writes++
+			}
+		}
+		if h.Reads+h.Writes > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// fdAccess is the access mode (O_ACCMODE) of process pid's descriptor
+// fd, from the flags line of /proc/PID/fdinfo/FD (octal); -1 when it
+// cannot be read.
+func fdAccess(pid int, fd string) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + fd)
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "flags:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				return -1
+			}
+			return int(n) & unix.O_ACCMODE
+		}
+	}
+	return -1
+}
+
+// CgroupV2 returns the cgroup v2 path of process pid (the "0::" line of
+// /proc/PID/cgroup, relative to the hierarchy's root).
+func CgroupV2(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", os.ErrNotExist
 }

@@ -4,8 +4,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseSockAddr(t *testing.T) {
@@ -48,5 +52,43 @@ func TestListenerOf(t *testing.T) {
 	ln.Close()
 	if l, ok := ListenerOf(ap); ok {
 		t.Errorf("closed listener still found: %+v", l)
+	}
+}
+
+// TestHolders: a file this process holds open to read and to write is
+// found with its modes; one nobody holds is not.
+func TestHolders(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "held")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	var me *Holder
+	for _, h := range Holders(st.Dev, st.Ino) {
+		if h.PID == os.Getpid() {
+			me = &h
+		}
+	}
+	if me == nil || me.Reads != 1 || me.Writes != 1 {
+		t.Fatalf("Holders = %+v for this process, want 1 read and 1 write", me)
+	}
+	if hs := Holders(st.Dev, st.Ino+1<<40); len(hs) != 0 {
+		t.Errorf("a file nobody holds has holders %+v", hs)
+	}
+	if cg, err := CgroupV2(os.Getpid()); err != nil || !strings.HasPrefix(cg, "/") {
+		t.Errorf("CgroupV2 = %q, %v", cg, err)
 	}
 }
