@@ -55,8 +55,10 @@ func escapedTree(s *run) []Finding {
 		default:
 			continue
 		}
-		if s.byEvent[i].flags&fOwn != 0 {
-			continue // the agent's own channels (its sandbox's proxy, its helpers)
+		blocked := e.Kind == event.KindConnect && s.edgeRefused("unix", e.PID, e.PeerPID()) ||
+			e.Kind == event.KindPeer && s.edgeRefused("fifo", e.PID, e.PeerPID())
+		if s.byEvent[i].flags&fOwn != 0 && !blocked {
+			continue // the agent's own channels (its sandbox's proxy, its helpers), unless the isolation refused one
 		}
 		peerNames := policy.ProgramNames(e.PeerExe(), nil)
 		if e.PeerExe() != "" && s.pol.UnixPeer(peerNames) {
@@ -76,8 +78,6 @@ func escapedTree(s *run) []Finding {
 			sev, why = SeverityHigh, "it runs any command it is sent, in shells of its own that are not traced"
 		}
 		call, who := s.actor(e)
-		blocked := e.Kind == event.KindConnect && s.edgeRefused("unix", e.PID, e.PeerPID()) ||
-			e.Kind == event.KindPeer && s.edgeRefused("fifo", e.PID, e.PeerPID())
 		if blocked {
 			why = joinNote(why, "the isolation stopped it before it could send and killed it (a process outside the session that the policy's unix_peers do not name)")
 		}

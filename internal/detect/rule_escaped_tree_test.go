@@ -88,6 +88,23 @@ func TestEscapedTree(t *testing.T) {
 			},
 		},
 		{
+			name: "isolated: the agent's own in-process write to a FIFO a helper holds was refused: still the tree's attempt",
+			build: func(b *builder) {
+				b.iso = isolated()
+				b.iso.Denied = nil
+				b.iso.Killed = []manifest.Kill{{PID: 100, What: "fifo", Path: "/usr/bin/python3.11", Target: 55}}
+				ag := b.agent(100, "/usr/local/bin/claude")
+				ag.emit(&event.Event{Kind: event.KindPeer, Path: proj + "/req.fifo", Result: event.Ptr(int64(0)),
+					Network: &event.Network{PeerPID: 55, PeerExe: "/usr/bin/python3.11"}})
+			},
+			want: []string{"medium escaped-tree"},
+			check: func(t *testing.T, fs []Finding) {
+				if !fs[0].Blocked {
+					t.Errorf("finding %+v", fs[0])
+				}
+			},
+		},
+		{
 			name: "a helper started before the session, after a secret read; the docker daemon",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

@@ -30,7 +30,6 @@ type isolation struct {
 	sess    *guard.Session
 	info    manifest.Isolation
 	root    atomic.Bool   // PID-namespace mode: the command's pid is known
-	rootPID atomic.Uint32 // the command's process, once known
 	checker *integrity.Checker
 	cwd     string
 	stop    context.CancelFunc // ends the lookups at start
@@ -87,11 +86,11 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 }
 
 // unixPeer judges a process outside the session that process pid of the
-// tree reached (guard.UnixPeerFunc: a Unix listener, a FIFO's holder): the policy's system
-// services (unix_peers, by the listener's program names, as escaped-tree
-// judges them) are allowed, and so is any listener the command's own
-// process reached (the agent's own channels: its editor's, its sandbox's),
-// as escaped-tree leaves the agent's own channels alone. A listener whose
+// tree reached (guard.UnixPeerFunc: a Unix listener, a FIFO's holder):
+// the policy's system services (unix_peers, by the outside process's
+// program names, as escaped-tree judges them) are allowed, whoever in the
+// tree asked: the agent's own process too, since its in-process tools
+// (a file write to a FIFO) are the tree's work. A listener whose
 // listening process is gone (a daemon that forked after listen) cannot be
 // named: it is let through, and the connect is still recorded and judged.
 func (iso *isolation) unixPeer(pol *policy.Policy, pid, peer uint32) (bool, string) {
@@ -99,9 +98,6 @@ func (iso *isolation) unixPeer(pol *policy.Policy, pid, peer uint32) (bool, stri
 		return true, ""
 	}
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", peer))
-	if pid == iso.rootPID.Load() {
-		return true, exe
-	}
 	return exe != "" && pol.UnixPeer(policy.ProgramNames(exe, nil)), exe
 }
 
@@ -282,7 +278,6 @@ func (iso *isolation) shimEvent(ev *event.Event, w *session.Writer) {
 		return
 	}
 	if iso.root.CompareAndSwap(false, true) {
-		iso.rootPID.Store(ev.Process.ChildPID)
 		w.SetRootPID(int(ev.Process.ChildPID))
 	}
 }
