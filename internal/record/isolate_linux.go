@@ -29,7 +29,7 @@ import (
 type isolation struct {
 	sess    *guard.Session
 	info    manifest.Isolation
-	root    atomic.Bool   // PID-namespace mode: the command's pid is known
+	root    atomic.Bool // PID-namespace mode: the command's pid is known
 	checker *integrity.Checker
 	cwd     string
 	stop    context.CancelFunc // ends the lookups at start
