@@ -82,6 +82,7 @@ func TestLimitsPassThrough(t *testing.T) {
 }
 
 func TestCleanupRemovesKilledSession(t *testing.T) {
+	testenv.LockLeftovers(t, true) // no other package's isolated start cleans up first
 	testenv.RequireRoot(t)
 	if _, err := cgroup2Root(); err != nil {
 		testenv.Feature(t, "cgroup v2", err)

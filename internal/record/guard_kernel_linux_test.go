@@ -20,6 +20,7 @@ import (
 	"github.com/polygraph/polygraph/internal/event"
 	"github.com/polygraph/polygraph/internal/sensor"
 	"github.com/polygraph/polygraph/internal/session"
+	"github.com/polygraph/polygraph/internal/testenv"
 	"github.com/polygraph/polygraph/internal/transcript"
 )
 
@@ -115,6 +116,7 @@ func TestRootTreeCannotTouchBPF(t *testing.T) {
 			o := Options{Command: []string{self, "__bpf", marker}, KeepCaps: tc.keep, Stdout: &out}
 			if tc.isolate {
 				o.Isolate = &Isolation{}
+				testenv.LockLeftovers(t, false)
 			}
 			_, evs := recordWith(t, o)
 			t.Logf("%s", out.String())

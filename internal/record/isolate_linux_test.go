@@ -91,6 +91,9 @@ type isolated struct {
 func recordIsolated(t *testing.T, home, dir, script string, pol *policy.Policy) *isolated {
 	t.Helper()
 	testenv.RequireRoot(t)
+	if t.Name() != "TestIsolateCleanupAfterKill" { // which holds it, exclusive
+		testenv.LockLeftovers(t, false)
+	}
 	var out bytes.Buffer
 	env := append(os.Environ(), "HOME="+home, "SSH_AUTH_SOCK=/tmp/agent.sock")
 	store := t.TempDir()
@@ -262,6 +265,7 @@ func TestIsolateExecGate(t *testing.T) {
 	f.Write([]byte("tampered"))
 	f.Close()
 	var out bytes.Buffer
+	testenv.LockLeftovers(t, false)
 	res, err := Record(context.Background(), Options{
 		Home: store, Mode: "run", Dir: work, Env: append(os.Environ(), "HOME="+home),
 		Command:    []string{"sh", "-c", tool + " MODIFIED-RAN; echo status $?; /bin/echo verified-ran"},
@@ -292,6 +296,7 @@ func TestIsolateExecGate(t *testing.T) {
 // isolated start kills it, removes the cgroup and says so.
 func TestIsolateCleanupAfterKill(t *testing.T) {
 	testenv.RequireRoot(t)
+	testenv.LockLeftovers(t, true) // no other package's Cleanup takes the leftover first
 	store := t.TempDir()
 	pidFile := filepath.Join(store, "pid")
 	self, _ := os.Executable()

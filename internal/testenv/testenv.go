@@ -5,7 +5,10 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // RequireRoot skips t unless the test runs as root. Where root is
@@ -55,4 +58,27 @@ func Chromium(t testing.TB) string {
 	}
 	t.Skip("the browser tests need Chromium: apt-get install chromium (or set POLYGRAPH_CHROMIUM)")
 	return ""
+}
+
+// LockLeftovers serializes, across the test binaries of a `go test ./...`
+// (they run side by side), the tests that leave an isolated session behind
+// on purpose and check that the next guard.Cleanup takes it (exclusive)
+// against those that start isolated sessions, whose start runs
+// guard.Cleanup and would take it first (shared). The lock is a file in
+// the temp directory, released when t ends.
+func LockLeftovers(t testing.TB, exclusive bool) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "polygraph-test-leftovers.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("the leftovers test lock: %v", err)
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		t.Fatalf("the leftovers test lock: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
 }
