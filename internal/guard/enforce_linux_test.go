@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polygraph/polygraph/internal/testenv"
 )
 
 // TestKillRules: an exec of a denied binary and a write to a denied path
@@ -316,4 +319,33 @@ c,_=l.accept(); print("GOT", c.recv(64).decode())`
 			t.Errorf("UnixPeer asked %d times about the session's own listener", n)
 		}
 	})
+}
+
+// TestNoIOUring: with NoIOUring the tree's io_uring_setup fails with
+// ENOSYS (38), as root and as a user, and a setuid-free shell still runs;
+// outside the session, and in a session without it, io_uring works.
+func TestNoIOUring(t *testing.T) {
+	if _, err := os.Stat(python3); err != nil {
+		t.Skip("/usr/bin/python3 makes the io_uring_setup call")
+	}
+	probe := `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+p = ctypes.create_string_buffer(120)
+r = libc.syscall(425, 4, p)
+print("setup", r, ctypes.get_errno())`
+	outside, err := exec.Command(python3, "-c", probe).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(outside), "setup ") || strings.HasPrefix(string(outside), "setup -1") {
+		testenv.Feature(t, "io_uring", fmt.Errorf("io_uring_setup outside any session: %q %v", outside, err))
+	}
+	s := start(t, Options{NoIOUring: true, PIDNamespace: true})
+	for _, uid := range []uint32{0, nobody} {
+		code, out := run(t, s, uid, nil, python3, "-c", probe)
+		if code != 0 || !strings.Contains(out, "setup -1 38") {
+			t.Errorf("uid %d in the session: exit %d, %q; want io_uring_setup to fail with ENOSYS", uid, code, out)
+		}
+	}
+	plain := start(t, Options{ID: sessionID(t) + "-plain"})
+	if code, out := run(t, plain, nobody, nil, python3, "-c", probe); code != 0 || strings.Contains(out, "setup -1") {
+		t.Errorf("a session without NoIOUring: exit %d, %q; want io_uring to work", code, out)
+	}
 }

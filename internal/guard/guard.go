@@ -42,6 +42,12 @@ type Options struct {
 	// the same user outside the tree, and signal or ptrace those
 	// processes. When the command exits, the rest of the tree is killed.
 	PIDNamespace bool
+	// NoIOUring makes the tree's io_uring_setup, io_uring_enter and
+	// io_uring_register fail with ENOSYS (a seccomp filter the tree
+	// inherits and cannot remove), as on a kernel without io_uring: the
+	// edge gate and the kill rules act at syscall exits, which io_uring's
+	// own operations never pass through.
+	NoIOUring bool
 	// Egress, when non-nil, confines connect() and UDP sends to the
 	// allowlist; nil leaves the network alone.
 	Egress *Egress

@@ -31,6 +31,8 @@ type spec struct {
 	// Init: the process is PID 1 of a new PID namespace and stays there
 	// as the tree's init, running the command as its child.
 	Init bool `json:"init,omitempty"`
+	// NoIOUring: the tree's io_uring calls fail (denyIOUring).
+	NoIOUring bool `json:"no_io_uring,omitempty"`
 }
 
 // enter applies the isolation Session.Apply asked for to the calling
@@ -61,6 +63,11 @@ func enter() (sp spec, ok bool, err error) {
 	}
 	if err := applyMasks(sp.Mask, sp.Keep); err != nil {
 		return sp, true, err
+	}
+	if sp.NoIOUring {
+		if err := denyIOUring(); err != nil {
+			return sp, true, err
+		}
 	}
 	if sp.Init {
 		// A procfs of the new PID namespace: the tree sees only itself,

@@ -110,7 +110,7 @@ func (s *Session) Apply(cmd *exec.Cmd) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	a := cmd.SysProcAttr
-	sp := spec{Mask: s.opts.Mask, Keep: s.opts.Keep, Init: s.opts.PIDNamespace}
+	sp := spec{Mask: s.opts.Mask, Keep: s.opts.Keep, Init: s.opts.PIDNamespace, NoIOUring: s.opts.NoIOUring}
 	for _, d := range s.v1 {
 		sp.Join = append(sp.Join, filepath.Join(d, "cgroup.procs"))
 	}

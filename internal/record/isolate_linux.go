@@ -58,7 +58,7 @@ func startIsolation(ctx context.Context, o Options, meta session.Meta) (*isolati
 	mask, keep := masks(meta.Home, own)
 	eg, desc := egressOf(ctx, pol, o.Env)
 	g := guard.Options{
-		ID: meta.ID, Mask: mask, Keep: keep, PIDNamespace: true, Egress: eg,
+		ID: meta.ID, Mask: mask, Keep: keep, PIDNamespace: true, NoIOUring: true, Egress: eg,
 		MemoryMax: o.Isolate.MemoryMax, PidsMax: o.Isolate.PidsMax,
 	}
 	if k := pol.Kill; len(k.Exec)+len(k.Write) > 0 {
