@@ -19,7 +19,7 @@ type isolateFlags struct {
 }
 
 func addIsolateFlags(cmd *cobra.Command, f *isolateFlags) {
-	cmd.Flags().BoolVar(&f.isolate, "isolate", false, "hide credential stores from CMD, confine its egress to the policy's allowlist and enforce the policy's kill rules and exec gate (docs/enforcement.md)")
+	cmd.Flags().BoolVar(&f.isolate, "isolate", false, "hide credential stores from CMD, confine its egress to the policy's allowlist, stop it reaching processes outside it over Unix sockets and FIFOs (but the policy's unix_peers), refuse it io_uring, and enforce the policy's kill rules and exec gate (docs/enforcement.md)")
 	cmd.Flags().StringVar(&f.limitMemory, "limit-memory", "", "with --isolate: memory limit of the tree (bytes, or with K, M, G)")
 	cmd.Flags().Int64Var(&f.limitPids, "limit-pids", 0, "with --isolate: most processes and threads the tree may have at once")
 }
