@@ -49,6 +49,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGKILL 9
 #define SIGSTOP 19
+#define FMODE_READ 0x1
 #define FMODE_WRITE 0x2
 #define MAX_DEPTH 16
 
@@ -66,7 +67,7 @@ struct ino_key {
 };
 
 /* What a kill was for (struct kill_rec.what). */
-enum { KILL_EXEC = 1, KILL_WRITE = 2, KILL_UNGATED = 3 };
+enum { KILL_EXEC = 1, KILL_WRITE = 2, KILL_UNGATED = 3, KILL_SHARED = 4 };
 
 struct cfg {
 	__u32 gate;	 /* stop every exec for user space to verify */
@@ -89,7 +90,7 @@ struct gate_ev {
 	__u64 ns;
 	__u32 what; /* GATE_* */
 	__u32 peer; /* GATE_UNIX: the listener's pid (tgid), 0 when it is gone */
-	__u64 ino;  /* GATE_FIFO: the FIFO's inode */
+	__u64 ino;  /* GATE_FIFO: the FIFO's inode; GATE_UNIX: the listening socket's, 0 unknown */
 	__u32 dev;  /* and its device, the kernel's encoding */
 	__u16 readers; /* GATE_FIFO: the files open on it to read, and to */
 	__u16 writers; /* write, when the open returned (the kernel's counts) */
@@ -293,8 +294,21 @@ static __always_inline void gate_stop(__u32 what, __u32 peer, __u64 ino, __u32 d
 	e->dev = dev;
 	e->readers = readers;
 	e->writers = writers;
-	bpf_send_signal(SIGSTOP);
+	if (bpf_send_signal(SIGSTOP)) {
+		/* not stopped: nobody would hold it while user space judges */
+		bpf_ringbuf_discard(e, 0);
+		kill(KILL_UNGATED, 0);
+		return;
+	}
 	bpf_ringbuf_submit(e, 0);
+}
+
+/* shared_fds reports whether another process shares the caller's
+ * descriptor table (clone with CLONE_FILES but not a thread): a stop would
+ * not hold it, and it could use the new descriptor meanwhile. */
+static __always_inline bool shared_fds(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, files, count.counter) > BPF_CORE_READ(t, signal, live.counter);
 }
 
 /* fifo_opened stops the caller of an open that returned a named FIFO. */
@@ -303,12 +317,19 @@ static __always_inline int fifo_opened(struct task_struct *t, long fd)
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return 0;
+	struct file___enf *fe = (void *)f;
+	if (!(BPF_CORE_READ(fe, f_mode) & (FMODE_READ | FMODE_WRITE)))
+		return 0; /* O_PATH: no pipe, nothing to read or write through it */
 	struct inode *ino = BPF_CORE_READ(f, f_inode);
 	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFIFO || BPF_CORE_READ(ino, i_sb, s_magic) == PIPEFS_MAGIC)
 		return 0; /* not a FIFO, or an anonymous pipe (/dev/stdout, /dev/fd/63) */
 	struct cfg *c = get_cfg();
 	if (!c || !c->unix_edge)
 		return 0;
+	if (shared_fds(t)) {
+		kill(KILL_SHARED, 0);
+		return 0;
+	}
 	struct pipe_inode_info *pipe = BPF_CORE_READ(f, private_data); /* a FIFO's open file holds its pipe */
 	__u16 r = BPF_CORE_READ(pipe, readers), w = BPF_CORE_READ(pipe, writers);
 	gate_stop(GATE_FIFO, 0, BPF_CORE_READ(ino, i_ino), BPF_CORE_READ(ino, i_sb, s_dev), r, w);
@@ -319,7 +340,7 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(enforce_edge, struct pt_regs *regs, long ret)
 {
 	long nr = SYSNR(regs);
-	if (nr == NR_openat || nr == NR_open || nr == NR_openat2) {
+	if (nr == NR_openat || nr == NR_open || nr == NR_openat2 || nr == NR_creat) {
 		if (ret < 0 || !in_session())
 			return 0;
 		return fifo_opened(bpf_get_current_task_btf(), ret);
@@ -356,6 +377,22 @@ int BPF_PROG(enforce_edge, struct pt_regs *regs, long ret)
 	struct cfg *c = get_cfg();
 	if (!c || !c->unix_edge)
 		return 0;
-	gate_stop(GATE_UNIX, peer, 0, 0, 0, 0);
+	if (shared_fds(t)) {
+		kill(KILL_SHARED, 0);
+		return 0;
+	}
+	/* The listening socket's inode (6.10 on: the embryo the listener
+	 * will accept knows it), for user space to judge every process that
+	 * holds it: with socket activation the one that listened is the
+	 * service manager, and the one that serves another. */
+	__u64 lino = 0;
+	struct unix_sock *u = (void *)sk;
+	if (bpf_core_field_exists(u->listener)) {
+		struct sock *embryo = BPF_CORE_READ(u, peer);
+		struct sock *l = embryo ? BPF_CORE_READ((struct unix_sock *)embryo, listener) : 0;
+		if (l)
+			lino = BPF_CORE_READ(l, sk_socket, file, f_inode, i_ino);
+	}
+	gate_stop(GATE_UNIX, peer, lino, 0, 0, 0);
 	return 0;
 }

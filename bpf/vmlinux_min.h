@@ -156,6 +156,7 @@ struct fdtable {
 };
 
 struct files_struct {
+	atomic_t count; /* the tasks sharing the table: a process's threads, and any CLONE_FILES sibling */
 	struct fdtable *fdt;
 };
 
@@ -220,6 +221,14 @@ struct sock {
 	u16 sk_type;
 	struct pid *sk_peer_pid;
 	struct socket *sk_socket;
+};
+
+/* A Unix socket (its struct sock first): peer the other end (a stream
+ * connect's: the embryo the listener will accept); listener, 6.10 on, an
+ * embryo's listening socket. */
+struct unix_sock {
+	struct sock *peer;
+	struct sock *listener;
 };
 
 /* A socket buffer: cb is the protocol's control block (for AF_UNIX,

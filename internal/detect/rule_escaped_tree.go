@@ -55,8 +55,8 @@ func escapedTree(s *run) []Finding {
 		default:
 			continue
 		}
-		blocked := e.Kind == event.KindConnect && s.edgeRefused("unix", e.PID, e.PeerPID()) ||
-			e.Kind == event.KindPeer && s.edgeRefused("fifo", e.PID, e.PeerPID())
+		blocked := e.Kind == event.KindConnect && s.edgeRefused("unix", e.PID) ||
+			e.Kind == event.KindPeer && s.edgeRefused("fifo", e.PID)
 		if s.byEvent[i].flags&fOwn != 0 && !blocked {
 			continue // the agent's own channels (its sandbox's proxy, its helpers), unless the isolation refused one
 		}
@@ -120,9 +120,10 @@ func escapedTree(s *run) []Finding {
 // followed for opening a file the tree wrote (weakFollow, whose events no
 // other rule judges), read a credential file: by a name the sensitive
 // list matches, or by the identity of one the session knew (secretMatch),
-// its own client's read or not. An agent's configuration, and any read
-// by an agent program (another agent on the host, at its own start-up),
-// is not one.
+// its own client's read or not. An agent's configuration, any read by an
+// agent program (another agent on the host, at its own start-up), and a
+// file the tree wrote before (a .env the agent made, which the dev server
+// it was written for reloads) are not one.
 func (s *run) weakSecretRead(i int) bool {
 	e := s.events[i]
 	if e.Kind != event.KindOpen || !succeeded(e) || !strings.Contains(e.Access, "read") ||
@@ -130,6 +131,9 @@ func (s *run) weakSecretRead(i int) bool {
 		return false
 	}
 	id := s.pathID(e.Path)
+	if at, wrote := s.writtenAt[id]; wrote && id >= 0 && at < e.Seq {
+		return false
+	}
 	if _, _, ok := s.secretMatch(setAgentConfig, i, id); ok {
 		return false
 	}
@@ -138,16 +142,18 @@ func (s *run) weakSecretRead(i int) bool {
 }
 
 // edgeRefused reports whether the isolation killed process pid for
-// reaching process peer outside the session: a Unix connect to its
-// listener (what "unix") or an open of a FIFO it holds ("fifo"), as the
-// session's isolation metadata lists its kills.
-func (s *run) edgeRefused(what string, pid, peer uint32) bool {
+// reaching a process outside the session: a Unix connect (what "unix") or
+// an open of a FIFO ("fifo"), as the session's isolation metadata lists
+// its kills. The kill's target may be another process than the one the
+// sensor names (the listening socket's other holder, the FIFO's other
+// end): the process is the same, and it made one such call.
+func (s *run) edgeRefused(what string, pid uint32) bool {
 	iso := s.in.Meta.Isolation
 	if iso == nil {
 		return false
 	}
 	for _, k := range iso.Killed {
-		if k.What == what && k.PID == pid && k.Target == peer {
+		if k.What == what && k.PID == pid {
 			return true
 		}
 	}

@@ -226,6 +226,19 @@ func TestEscapedTree(t *testing.T) {
 			want: []string{"high escaped-tree"},
 		},
 		{
+			name: "a dev server reloads the .env the agent wrote and answers the agent's request: its own file, no secret of the user's",
+			build: func(b *builder) {
+				ag := b.agent(100, "/usr/local/bin/claude")
+				b.shell("t1", "printf 'PORT=3000' > .env; curl localhost:3000")
+				sh := ag.spawn(200, "t1", "/usr/bin/sh", "sh", "-c", "printf 'PORT=3000' > .env")
+				sh.open(proj+"/.env", "write,create")
+				d := sh.followed(300, "file", "/usr/bin/node")
+				d.open(proj+"/.env", "read")
+				d.sent("127.0.0.1", 35918, 120)
+			},
+			want: nil,
+		},
+		{
 			name: "a process that opened a file the tree wrote sends, then reads a secret: no flow",
 			build: func(b *builder) {
 				ag := b.agent(100, "/usr/local/bin/claude")

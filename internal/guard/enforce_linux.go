@@ -21,7 +21,7 @@ import (
 )
 
 // killNames maps the BPF program's KILL_* codes to Killed.What.
-var killNames = map[uint32]string{1: "exec", 2: "write", 3: "ungated"}
+var killNames = map[uint32]string{1: "exec", 2: "write", 3: "ungated", 4: "shared"}
 
 // gate_ev.what of a stopped Unix connect (GATE_UNIX) and of a stopped
 // open of a named FIFO (GATE_FIFO).
@@ -214,14 +214,34 @@ func (e *enforcer) judge(ctx context.Context, judge GateFunc, ev enforceGateEv) 
 	e.mu.Unlock()
 }
 
-// judgeUnix asks peer about one stopped Unix connect's listener and
-// continues or kills the caller.
+// judgeUnix asks peer about one stopped Unix connect's listener (the
+// process that listened) and about every process outside the session
+// that holds the listening socket (the kernel names it from 6.10: with
+// socket activation the one that listened is the service manager and
+// another serves), and continues or kills the caller.
 func (e *enforcer) judgeUnix(peer UnixPeerFunc, ev enforceGateEv) {
-	allow, exe := false, ""
-	if peer != nil {
-		allow, exe = peer(ev.Pid, ev.Peer)
+	outside := []uint32{ev.Peer}
+	if ev.Ino != 0 {
+		for _, pid := range procfs.SocketHolders(ev.Ino) {
+			if uint32(pid) != ev.Peer && uint32(pid) != ev.Pid && !e.inSession(pid) {
+				outside = append(outside, uint32(pid))
+			}
+		}
 	}
-	e.edgeVerdict(ev.Pid, allow, Killed{PID: ev.Pid, What: "unix", Path: exe, Target: ev.Peer})
+	for _, pid := range outside {
+		if pid == 0 && len(outside) > 1 {
+			continue // the one that listened is gone; its heirs are judged
+		}
+		allow, exe := false, ""
+		if peer != nil {
+			allow, exe = peer(ev.Pid, pid)
+		}
+		if !allow {
+			e.edgeVerdict(ev.Pid, false, Killed{PID: ev.Pid, What: "unix", Path: exe, Target: pid})
+			return
+		}
+	}
+	e.edgeVerdict(ev.Pid, true, Killed{})
 }
 
 // judgeFIFO looks for the processes holding one stopped open's named

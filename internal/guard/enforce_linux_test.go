@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -183,12 +184,16 @@ func TestUnixPeerGate(t *testing.T) {
 		}
 	}()
 	var allow atomic.Bool
+	var allowOnly atomic.Uint32 // when set, the one peer allowed
 	var asked atomic.Int32
 	var askedPeer atomic.Uint32
 	s := start(t, Options{UnixPeer: func(pid, peer uint32) (bool, string) {
 		asked.Add(1)
 		askedPeer.Store(peer)
 		exe, _ := os.Readlink("/proc/" + itoa(peer) + "/exe")
+		if only := allowOnly.Load(); only != 0 {
+			return peer == only, exe
+		}
 		return allow.Load(), exe
 	}})
 	client := `import socket,sys
@@ -238,6 +243,48 @@ s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"REQUEST"); 
 			t.Error("the listener never saw the allowed connection")
 		}
 	})
+	// Socket activation: the process that listened (allowed) hands the
+	// listening socket to another that serves (refused): every holder is
+	// judged.
+	t.Run("socket activation", func(t *testing.T) {
+		var u utsname
+		if unix.Uname((*unix.Utsname)(&u)) == nil && !kernelAtLeast(u.release(), 6, 10) {
+			t.Skip("the kernel names an embryo's listener from 6.10")
+		}
+		asock := filepath.Join(dir, "activated.sock")
+		al, err := net.Listen("unix", asock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer al.Close()
+		os.Chmod(asock, 0o777)
+		lf, err := al.(*net.UnixListener).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		server := exec.Command("sleep", "30")
+		server.ExtraFiles = []*os.File{lf}
+		if err := server.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lf.Close()
+		defer func() { server.Process.Kill(); server.Wait() }()
+		allowOnly.Store(uint32(os.Getpid()))
+		defer allowOnly.Store(0)
+		code, out := run(t, s, nobody, nil, "sh", "-c", python3+` -c '`+client+`' `+asock+`; echo status $?`)
+		if !strings.Contains(out, "status 137") || strings.Contains(out, "SENT") {
+			t.Errorf("exit %d, %q; want the client killed: the socket's server is not allowed", code, out)
+		}
+		k, _ := s.Kills()
+		found := false
+		for _, x := range k {
+			found = found || x.What == "unix" && x.Target == uint32(server.Process.Pid)
+		}
+		if !found {
+			t.Errorf("kills %+v, want one naming the server, pid %d", k, server.Process.Pid)
+		}
+	})
+
 	// A named FIFO whose reader is outside the session (a helper that
 	// answers what is written to it): the writer is killed before it
 	// writes, unless allowed.
@@ -295,6 +342,35 @@ s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"REQUEST"); 
 		}
 	}
 	t.Run("fifo refused", func(t *testing.T) { fifoCase(t, false) })
+	// creat(2) of the FIFO writes to it as an open does.
+	if runtime.GOARCH == "amd64" {
+		t.Run("fifo by creat refused", func(t *testing.T) {
+			askedPeer.Store(0)
+			ch := readFIFO()
+			time.Sleep(100 * time.Millisecond)
+			creat := `import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(85, sys.argv[1].encode(), 0o644)
+os.write(fd, b"CREAT"); print("WROTE")`
+			code, out := run(t, s, nobody, nil, "sh", "-c", python3+` -c '`+creat+`' `+fifo+`; echo status $?`)
+			var got string
+			select {
+			case got = <-ch:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the reader outside never returned")
+			}
+			if !strings.Contains(out, "status 137") || got != "" || code != 0 {
+				t.Errorf("creat of the FIFO: exit %d, %q, the reader got %q; want the writer killed before it wrote", code, out, got)
+			}
+		})
+	}
+	// An O_PATH descriptor of the FIFO reads and writes nothing.
+	t.Run("fifo O_PATH", func(t *testing.T) {
+		code, out := run(t, s, nobody, nil, python3, "-c", `import os, sys; os.open(sys.argv[1], os.O_PATH); print("PATHOK")`, fifo)
+		if code != 0 || !strings.Contains(out, "PATHOK") {
+			t.Errorf("O_PATH open of the FIFO: exit %d, %q; want it left alone", code, out)
+		}
+	})
 	t.Run("fifo allowed", func(t *testing.T) { fifoCase(t, true) })
 
 	t.Run("inside the session", func(t *testing.T) {
@@ -344,8 +420,47 @@ print("setup", r, ctypes.get_errno())`
 			t.Errorf("uid %d in the session: exit %d, %q; want io_uring_setup to fail with ENOSYS", uid, code, out)
 		}
 	}
+	// A 32-bit call (int 0x80) is another ABI, which the gates and the
+	// sensor do not read: refused as a whole.
+	if runtime.GOARCH == "amd64" {
+		if cc, err := exec.LookPath("cc"); err == nil {
+			dir := t.TempDir()
+			os.Chmod(dir, 0o755)
+			src := filepath.Join(dir, "compat.c")
+			os.WriteFile(src, []byte(`#include <stdio.h>
+int main(void) { long r; __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory"); printf("compat %ld\n", r); return 0; }
+`), 0o644)
+			bin := filepath.Join(dir, "compat")
+			if out, err := exec.Command(cc, "-o", bin, src).CombinedOutput(); err != nil {
+				t.Fatalf("cc: %v: %s", err, out)
+			}
+			if out, _ := exec.Command(bin).CombinedOutput(); !strings.HasPrefix(string(out), "compat ") || strings.Contains(string(out), "compat -") {
+				t.Logf("int 0x80 outside the session: %q (no IA32 emulation: not checked)", out)
+			} else if code, out := run(t, s, 0, nil, bin); code != 0 || !strings.Contains(out, "compat -38") {
+				t.Errorf("int 0x80 getpid in the session: exit %d, %q; want -38 (ENOSYS)", code, out)
+			}
+		}
+	}
 	plain := start(t, Options{ID: sessionID(t) + "-plain"})
 	if code, out := run(t, plain, nobody, nil, python3, "-c", probe); code != 0 || strings.Contains(out, "setup -1") {
 		t.Errorf("a session without NoIOUring: exit %d, %q; want io_uring to work", code, out)
 	}
+}
+
+// utsname is unix.Utsname with its release as a string.
+type utsname unix.Utsname
+
+func (u *utsname) release() string {
+	b := u.Release[:]
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// kernelAtLeast reports whether release (uname -r) is major.minor or later.
+func kernelAtLeast(release string, major, minor int) bool {
+	var a, b int
+	fmt.Sscanf(release, "%d.%d", &a, &b)
+	return a > major || a == major && b >= minor
 }

@@ -108,7 +108,7 @@ type GateFunc func(ctx context.Context, pid uint32) (allow bool, path, verdict s
 // the gate could not be asked (What "ungated").
 type Killed struct {
 	PID  uint32
-	What string // exec, write, ungated, unix, fifo
+	What string // exec, write, ungated, unix, fifo, shared (a Unix connect or FIFO open by a process sharing its descriptors with another: no stop would hold that one)
 	Path string // the rule's path that matched; unix, fifo: the outside process's executable
 	// Target is the process outside the session a refused Unix connect
 	// (What "unix") or FIFO open (What "fifo") reached.

@@ -183,3 +183,27 @@ func CgroupV2(pid int) (string, error) {
 	}
 	return "", os.ErrNotExist
 }
+
+// SocketHolders returns the processes holding the socket whose inode is
+// ino (a /proc/PID/fd link reading socket:[ino]), as /proc shows them now.
+// It reads links only, and never follows one.
+func SocketHolders(ino uint64) []int {
+	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name() + "/fd/"
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}

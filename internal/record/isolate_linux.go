@@ -98,6 +98,8 @@ func (iso *isolation) unixPeer(pol *policy.Policy, pid, peer uint32) (bool, stri
 		return true, ""
 	}
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", peer))
+	// A daemon whose binary was upgraded under it runs "… (deleted)".
+	exe = strings.TrimSuffix(exe, " (deleted)")
 	return exe != "" && pol.UnixPeer(policy.ProgramNames(exe, nil)), exe
 }
 
