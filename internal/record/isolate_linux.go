@@ -257,9 +257,12 @@ func resolveNow(ctx context.Context, names []guard.Name) []guard.Endpoint {
 	return out
 }
 
-// apply prepares the command to start isolated. SSH_AUTH_SOCK goes: Unix
-// sockets are not filtered, and the ssh agent would sign with the masked
-// keys.
+// apply prepares the command to start isolated. SSH_AUTH_SOCK goes: the
+// ssh agent is one of the policy's system services, and would sign with
+// the masked keys. A make jobserver outside the tree goes from MAKEFLAGS
+// (--jobserver-auth and its old spelling): its FIFO's other end is the
+// outer make, which the edge gate would refuse, and a make in the tree
+// runs its own jobs alone without it.
 func (iso *isolation) apply(cmd *exec.Cmd) error {
 	if iso == nil {
 		return nil
@@ -268,7 +271,22 @@ func (iso *isolation) apply(cmd *exec.Cmd) error {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
+	for i, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "MAKEFLAGS="); ok {
+			cmd.Env[i] = "MAKEFLAGS=" + withoutJobserver(v)
+		}
+	}
 	return iso.sess.Apply(cmd)
+}
+
+// withoutJobserver is MAKEFLAGS without the words that hand a jobserver
+// down (--jobserver-auth=…, --jobserver-fds=…).
+func withoutJobserver(flags string) string {
+	words := strings.Fields(flags)
+	words = slices.DeleteFunc(words, func(w string) bool {
+		return strings.HasPrefix(w, "--jobserver-auth=") || strings.HasPrefix(w, "--jobserver-fds=")
+	})
+	return strings.Join(words, " ")
 }
 
 // shimEvent sees the events of the shim's image, which the recorder
