@@ -153,7 +153,6 @@ const (
 	fUnattributed                       // attributed to nothing
 	fBlocked                            // an egress attempt the isolation refused (blocked.go)
 	fFollowed                           // an event of a process outside the tree, followed while it acted for it
-	fWeak                               // fFollowed, for opening or running a file the tree wrote (weakFollow); fOwn but for the follow event
 )
 
 // newFacts builds the facts of session in.
@@ -372,7 +371,6 @@ func (s *facts) walk() {
 				// recorded, judged only by escaped-tree's flow test
 				// (weakFollow); the follow event keeps its attribution's
 				// fOwn alone: whether the agent itself reached it
-				f.flags |= fWeak
 				if e.Kind != event.KindFollow {
 					f.flags |= fOwn
 				}
