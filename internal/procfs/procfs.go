@@ -1,8 +1,9 @@
 // Package procfs is polygraph's one reader of /proc/PID/stat and the
 // process table: the parent, state, start time and CPU of a process, and
 // who is whose child; and what /proc says of descriptors (fds.go): who
-// listens on a TCP address, who holds a file or a socket, a cgroup. Everything else that asks /proc about a process
-// (the recorder, attach, watch, the sensor's tracking, the session's
+// listens on a TCP address, who holds a file or a socket, a cgroup.
+// Everything else that asks /proc about a process (the recorder, attach,
+// watch, the sensor's tracking, the session's
 // writer id, the bench) asks here, so the format's traps (a comm holding
 // spaces or ')') are handled once.
 package procfs
