@@ -3,9 +3,9 @@
 // who is whose child; and what /proc says of descriptors (fds.go): who
 // listens on a TCP address, who holds a file or a socket, a cgroup.
 // Everything else that asks /proc about a process (the recorder, attach,
-// watch, the sensor's tracking, the session's
-// writer id, the bench) asks here, so the format's traps (a comm holding
-// spaces or ')') are handled once.
+// watch, the sensor's tracking, the session's writer id, the bench) asks
+// here, so the format's traps (a comm holding spaces or ')') are handled
+// once.
 package procfs
 
 import (
