@@ -221,6 +221,21 @@ int BPF_PROG(enforce_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	return 0;
 }
 
+/* fd_file returns the current process's file at descriptor fd, or 0. */
+static __always_inline struct file *fd_file(struct task_struct *t, long fd)
+{
+	struct files_struct *files = t->files;
+	if (!files || fd < 0)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if ((unsigned long)fd >= fdt->max_fds)
+		return 0;
+	struct file *f = 0;
+	struct file **fds = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
 {
@@ -231,16 +246,7 @@ int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
 		return 0;
 	if (!in_session())
 		return 0;
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct files_struct *files = t->files;
-	if (!files)
-		return 0;
-	struct fdtable *fdt = files->fdt;
-	if ((unsigned long)ret >= fdt->max_fds)
-		return 0;
-	struct file *f = 0;
-	struct file **fds = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[ret]);
+	struct file *f = fd_file(bpf_get_current_task_btf(), ret);
 	if (!f)
 		return 0;
 	struct file___enf *fe = (void *)f;
@@ -259,21 +265,6 @@ int BPF_PROG(enforce_open, struct pt_regs *regs, long ret)
 #define S_IFSOCK 0140000
 #define S_IFIFO 0010000
 #define PIPEFS_MAGIC 0x50495045
-
-/* fd_file returns the current process's file at descriptor fd, or 0. */
-static __always_inline struct file *fd_file(struct task_struct *t, long fd)
-{
-	struct files_struct *files = t->files;
-	if (!files || fd < 0)
-		return 0;
-	struct fdtable *fdt = files->fdt;
-	if ((unsigned long)fd >= fdt->max_fds)
-		return 0;
-	struct file *f = 0;
-	struct file **fds = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
 
 /* gate_stop stops the caller and asks user space (the gate ring buffer)
  * about what it reached; with no room to ask, it is killed (fail closed). */
@@ -311,6 +302,23 @@ static __always_inline bool shared_fds(struct task_struct *t)
 	return BPF_CORE_READ(t, files, count.counter) > BPF_CORE_READ(t, signal, live.counter);
 }
 
+/* edge_stop is the edge gate's verdict on a caller that reached a process
+ * outside the session: killed at once when it shares its descriptor table
+ * with another process (no stop would hold that one), else stopped for
+ * user space (gate_stop). */
+static __always_inline void edge_stop(struct task_struct *t, __u32 what, __u32 peer, __u64 ino, __u32 dev, __u16 readers,
+				      __u16 writers)
+{
+	struct cfg *c = get_cfg();
+	if (!c || !c->unix_edge)
+		return;
+	if (shared_fds(t)) {
+		kill(KILL_SHARED, 0);
+		return;
+	}
+	gate_stop(what, peer, ino, dev, readers, writers);
+}
+
 /* fifo_opened stops the caller of an open that returned a named FIFO. */
 static __always_inline int fifo_opened(struct task_struct *t, long fd)
 {
@@ -323,16 +331,9 @@ static __always_inline int fifo_opened(struct task_struct *t, long fd)
 	struct inode *ino = BPF_CORE_READ(f, f_inode);
 	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFIFO || BPF_CORE_READ(ino, i_sb, s_magic) == PIPEFS_MAGIC)
 		return 0; /* not a FIFO, or an anonymous pipe (/dev/stdout, /dev/fd/63) */
-	struct cfg *c = get_cfg();
-	if (!c || !c->unix_edge)
-		return 0;
-	if (shared_fds(t)) {
-		kill(KILL_SHARED, 0);
-		return 0;
-	}
 	struct pipe_inode_info *pipe = BPF_CORE_READ(f, private_data); /* a FIFO's open file holds its pipe */
 	__u16 r = BPF_CORE_READ(pipe, readers), w = BPF_CORE_READ(pipe, writers);
-	gate_stop(GATE_FIFO, 0, BPF_CORE_READ(ino, i_ino), BPF_CORE_READ(ino, i_sb, s_dev), r, w);
+	edge_stop(t, GATE_FIFO, 0, BPF_CORE_READ(ino, i_ino), BPF_CORE_READ(ino, i_sb, s_dev), r, w);
 	return 0;
 }
 
@@ -374,13 +375,6 @@ int BPF_PROG(enforce_edge, struct pt_regs *regs, long ret)
 			peer = 0; /* gone: its number may be another's now */
 		}
 	}
-	struct cfg *c = get_cfg();
-	if (!c || !c->unix_edge)
-		return 0;
-	if (shared_fds(t)) {
-		kill(KILL_SHARED, 0);
-		return 0;
-	}
 	/* The listening socket's inode (6.10 on: the embryo the listener
 	 * will accept knows it), for user space to judge every process that
 	 * holds it: with socket activation the one that listened is the
@@ -393,6 +387,6 @@ int BPF_PROG(enforce_edge, struct pt_regs *regs, long ret)
 		if (l)
 			lino = BPF_CORE_READ(l, sk_socket, file, f_inode, i_ino);
 	}
-	gate_stop(GATE_UNIX, peer, lino, 0, 0, 0);
+	edge_stop(t, GATE_UNIX, peer, lino, 0, 0, 0);
 	return 0;
 }

@@ -37,10 +37,22 @@ func ListenerOf(ap netip.AddrPort) (Listener, bool) {
 			break
 		}
 	}
-	if inode == "" {
+	ino, err := strconv.ParseUint(inode, 10, 64)
+	if err != nil {
 		return Listener{}, false
 	}
-	want := "socket:[" + inode + "]"
+	holders := SocketHolders(ino)
+	if len(holders) == 0 {
+		return Listener{}, false
+	}
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(holders[0]) + "/exe")
+	return Listener{PID: holders[0], Exe: exe}, true
+}
+
+// eachFD calls fn with every process's pid and the paths of its
+// descriptors (/proc/PID/fd/N) and N, until fn says it is done with that
+// process.
+func eachFD(fn func(pid int, path, fd string) (done bool)) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -50,13 +62,11 @@ func ListenerOf(ap netip.AddrPort) (Listener, bool) {
 		dir := "/proc/" + e.Name() + "/fd/"
 		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
-				exe, _ := os.Readlink("/proc/" + e.Name() + "/exe")
-				return Listener{PID: pid, Exe: exe}, true
+			if fn(pid, dir+fd.Name(), fd.Name()) {
+				break
 			}
 		}
 	}
-	return Listener{}, false
 }
 
 // listeningInode returns the inode of the socket in table file (the
@@ -118,34 +128,30 @@ type Holder struct {
 // in stat's encoding), as /proc/PID/fd and fdinfo show them now.
 func Holders(dev, ino uint64) []Holder {
 	var out []Holder
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	eachFD(func(pid int, path, fd string) bool {
+		var st unix.Stat_t
+		if unix.Stat(path, &st) != nil || st.Ino != ino || st.Dev != dev {
+			return false
 		}
-		dir := "/proc/" + e.Name() + "/fd/"
-		fds, _ := os.ReadDir(dir)
-		h := Holder{PID: pid}
-		for _, fd := range fds {
-			var st unix.Stat_t
-			if unix.Stat(dir+fd.Name(), &st) != nil || st.Ino != ino || st.Dev != dev {
-				continue
-			}
-			switch fdAccess(pid, fd.Name()) {
-			case unix.O_RDONLY:
-				h.Reads++
-			case unix.O_WRONLY:
-				h.Writes++
-			case unix.O_RDWR:
-				h.Reads++
-				h.Writes++
-			}
+		acc := fdAccess(pid, fd)
+		if acc < 0 {
+			return false // gone meanwhile, or unreadable: it holds nothing we can count
 		}
-		if h.Reads+h.Writes > 0 {
-			out = append(out, h)
+		if len(out) == 0 || out[len(out)-1].PID != pid {
+			out = append(out, Holder{PID: pid})
 		}
-	}
+		h := &out[len(out)-1]
+		switch acc {
+		case unix.O_RDONLY:
+			h.Reads++
+		case unix.O_WRONLY:
+			h.Writes++
+		case unix.O_RDWR:
+			h.Reads++
+			h.Writes++
+		}
+		return false
+	})
 	return out
 }
 
@@ -190,20 +196,12 @@ func CgroupV2(pid int) (string, error) {
 func SocketHolders(ino uint64) []int {
 	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	eachFD(func(pid int, path, _ string) bool {
+		if l, err := os.Readlink(path); err == nil && l == want {
+			out = append(out, pid)
+			return true
 		}
-		dir := "/proc/" + e.Name() + "/fd/"
-		fds, _ := os.ReadDir(dir)
-		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
+		return false
+	})
 	return out
 }
